@@ -1,0 +1,25 @@
+"""paimon_core: Apache Paimon tables in Python, on Arrow, written and read byte-compatibly."""
+
+from __future__ import annotations
+
+from paimon_core.version import __version__
+
+from paimon_core.catalog import Catalog  # noqa: E402
+from paimon_core.errors import PaimonError  # noqa: E402
+from paimon_core.schema import (  # noqa: E402
+    AddColumn,
+    DropColumn,
+    RemoveOption,
+    RenameColumn,
+    SetOption,
+    UpdateColumnType,
+    UpdateComment,
+)
+from paimon_core.snapshot import Snapshot  # noqa: E402
+from paimon_core.table import Table, TableWrite  # noqa: E402
+
+__all__ = [
+    "AddColumn", "Catalog", "DropColumn", "PaimonError", "RemoveOption", "RenameColumn",
+    "SetOption", "Snapshot", "Table", "TableWrite", "UpdateColumnType", "UpdateComment",
+    "__version__",
+]

@@ -1,0 +1,164 @@
+"""The filesystem catalog: databases are ``<warehouse>/<db>.db`` and tables directories in them.
+
+The catalog keeps no state of its own: a table exists when its ``schema/schema-0`` does, which
+is created atomically, so two processes creating one table cannot both succeed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from paimon_core.errors import (
+    DatabaseExistsError,
+    DatabaseNotEmptyError,
+    DatabaseNotFoundError,
+    InvalidNameError,
+    SchemaError,
+    TableExistsError,
+    TableNotFoundError,
+    UnsupportedFeatureError,
+)
+from paimon_core.fileio import FileIO
+from paimon_core.layout import TablePaths
+from paimon_core.names import Identifier, validate_identifier
+from paimon_core.schema import SchemaChange, TableSchema, create_schema
+from paimon_core.table import Table
+
+log = logging.getLogger(__name__)
+
+DB_SUFFIX = ".db"
+
+
+class Catalog:
+    """A warehouse of Paimon tables on any fsspec filesystem.
+
+    Args:
+        warehouse: a local path (relative paths are made absolute), ``file://`` URI or any
+            fsspec URL such as ``s3://bucket/warehouse``.
+        storage_options: passed to fsspec (for S3: ``key``, ``secret``, ``client_kwargs`` ...).
+    """
+
+    def __init__(self, warehouse: str, *, storage_options: Mapping[str, Any] | None = None) -> None:
+        self.file_io, self.warehouse_path = FileIO.for_uri(str(warehouse), storage_options)
+        self.warehouse = self.file_io.uri(self.warehouse_path)
+
+    def __repr__(self) -> str:
+        return f"Catalog({self.warehouse!r})"
+
+    # ---- databases ------------------------------------------------------------------------
+
+    def _database_path(self, name: str) -> str:
+        validate_identifier(name, "database")
+        if "." in name:
+            raise InvalidNameError(f"invalid database name {name!r}: it contains '.'")
+        return f"{self.warehouse_path}/{name}{DB_SUFFIX}"
+
+    def list_databases(self) -> list[str]:
+        return sorted(s.name[: -len(DB_SUFFIX)] for s in self.file_io.list_dir(self.warehouse_path)
+                      if s.is_dir and s.name.endswith(DB_SUFFIX) and not s.name.startswith("."))
+
+    def database_exists(self, name: str) -> bool:
+        return self.file_io.exists(self._database_path(name))
+
+    def create_database(self, name: str, *, exist_ok: bool = False) -> None:
+        path = self._database_path(name)
+        if self.file_io.exists(path):
+            if exist_ok:
+                return
+            raise DatabaseExistsError(f"database {name!r} already exists in {self.warehouse}")
+        self.file_io.mkdirs(path)
+        log.info("created database %s in %s", name, self.warehouse)
+
+    def drop_database(self, name: str, *, ignore_missing: bool = False, cascade: bool = False) -> None:
+        path = self._database_path(name)
+        if not self.file_io.exists(path):
+            if ignore_missing:
+                return
+            raise DatabaseNotFoundError(f"database {name!r} does not exist in {self.warehouse}")
+        tables = self.list_tables(name)
+        if tables and not cascade:
+            raise DatabaseNotEmptyError(f"database {name!r} still holds tables {tables}; "
+                                        "pass cascade=True to drop them too")
+        self.file_io.delete_dir(path)
+
+    # ---- tables ---------------------------------------------------------------------------
+
+    def _table_path(self, identifier: Identifier) -> str:
+        return f"{self._database_path(identifier.database)}/{identifier.table}"
+
+    def _require_database(self, name: str) -> None:
+        if not self.database_exists(name):
+            raise DatabaseNotFoundError(f"database {name!r} does not exist in {self.warehouse}")
+
+    def list_tables(self, database: str) -> list[str]:
+        self._require_database(database)
+        names = []
+        for status in self.file_io.list_dir(self._database_path(database)):
+            if status.is_dir and not status.name.startswith("."):
+                paths = TablePaths(status.path)
+                if self.file_io.exists(paths.schema_file(0)) or self.file_io.list_dir(paths.schema_dir):
+                    names.append(status.name)
+        return sorted(names)
+
+    def table_exists(self, identifier: str) -> bool:
+        ident = Identifier.parse(identifier)
+        return bool(self.file_io.list_dir(TablePaths(self._table_path(ident)).schema_dir))
+
+    def get_table(self, identifier: str) -> Table:
+        ident = Identifier.parse(identifier)
+        self._require_database(ident.database)
+        path = self._table_path(ident)
+        if not self.file_io.list_dir(TablePaths(path).schema_dir):
+            raise TableNotFoundError(f"table {ident} does not exist in {self.warehouse}")
+        return Table(self.file_io, ident, path)
+
+    def create_table(self, identifier: str, *, schema: pa.Schema,
+                     partition_keys: Sequence[str] = (), primary_keys: Sequence[str] = (),
+                     options: Mapping[str, str] | None = None, comment: str | None = None,
+                     exist_ok: bool = False) -> Table:
+        """Create a table from an Arrow schema.
+
+        Raises:
+            TableExistsError: the table exists and ``exist_ok`` is false.
+            SchemaError / OptionError: the schema, keys or options are invalid (nothing written).
+        """
+        ident = Identifier.parse(identifier)
+        self._require_database(ident.database)
+        if not isinstance(schema, pa.Schema):
+            raise SchemaError(f"schema of table {ident} must be a pyarrow.Schema, got {type(schema).__name__}")
+        table_schema = create_schema(schema, partition_keys=partition_keys, primary_keys=primary_keys,
+                                     options=options, comment=comment, table=str(ident))
+        if table_schema.primary_keys:
+            raise UnsupportedFeatureError(f"primary-key table {ident}: primary-key tables are not "
+                                          "supported yet; create an append table (no primary_keys)")
+        path = self._table_path(ident)
+        paths = TablePaths(path)
+        if self.file_io.list_dir(paths.schema_dir):
+            return self._existing(ident, path, exist_ok)
+        if not self.file_io.create_if_absent(paths.schema_file(0), table_schema.to_json().encode()):
+            return self._existing(ident, path, exist_ok)
+        log.info("created table %s at %s", ident, self.file_io.uri(path))
+        return Table(self.file_io, ident, path)
+
+    def _existing(self, ident: Identifier, path: str, exist_ok: bool) -> Table:
+        if not exist_ok:
+            raise TableExistsError(f"table {ident} already exists in {self.warehouse}")
+        return Table(self.file_io, ident, path)
+
+    def drop_table(self, identifier: str, *, ignore_missing: bool = False) -> None:
+        """Delete the table directory with all its data and metadata."""
+        ident = Identifier.parse(identifier)
+        if not self.table_exists(identifier):
+            if ignore_missing:
+                return
+            raise TableNotFoundError(f"table {ident} does not exist in {self.warehouse}")
+        self.file_io.delete_dir(self._table_path(ident))
+        log.info("dropped table %s", ident)
+
+    def alter_table(self, identifier: str, changes: Sequence[SchemaChange]) -> TableSchema:
+        """Apply schema changes to a table as one new schema version."""
+        return self.get_table(identifier).alter(changes)

@@ -1,0 +1,289 @@
+"""Committing: manifests and manifest lists, then an atomic create-if-absent of ``snapshot-N``.
+
+A lost race re-reads the latest snapshot, rebuilds everything that depends on it (the base list,
+the files an overwrite deletes) and retries with backoff. Idempotency comes from the commit user
+and identifier stored in every snapshot. Files are cleaned up only when every attempt provably
+lost; an attempt whose outcome is unknown leaves everything in place and raises
+:class:`CommitStateUnknownError` if no later attempt settles it.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from paimon_core.version import __version__
+from paimon_core.errors import (
+    CommitConflictError,
+    CommitStateUnknownError,
+    FileIOError,
+    SnapshotNotFoundError,
+)
+from paimon_core.fileio import FileIO
+from paimon_core.layout import TablePaths
+from paimon_core.manifest import (
+    ADD,
+    DELETE,
+    ManifestEntry,
+    ManifestFileMeta,
+    read_manifest_list,
+    write_manifest,
+    write_manifest_list,
+)
+from paimon_core.options import TableOptions
+from paimon_core.read.scan import PartitionDecoder, live_entries
+from paimon_core.schema import TableSchema
+from paimon_core.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotStore
+from paimon_core.write.message import CommitMessage
+
+log = logging.getLogger(__name__)
+
+WRITER_VERSION = f"paimon-dagster-{__version__}"
+
+
+@dataclass(frozen=True, slots=True)
+class Overwrite:
+    """What an OVERWRITE commit replaces.
+
+    ``mode`` is ``"static"`` (partitions matching ``partition``, a map of partition column to
+    internal value), ``"dynamic"`` (partitions present in the new data) or ``"table"``.
+    """
+
+    mode: str
+    partition: Mapping[str, Any] | None = None
+
+
+class FileStoreCommit:
+    """Commits the files of one writer to one table."""
+
+    def __init__(self, file_io: FileIO, paths: TablePaths, schema: TableSchema,
+                 options: TableOptions, *, table: str, commit_user: str,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.file_io = file_io
+        self.paths = paths
+        self.schema = schema
+        self.options = options
+        self.table = table
+        self.commit_user = commit_user
+        self.snapshots = SnapshotStore(file_io, paths, table)
+        self._sleep = sleep
+        self._decode_partition = PartitionDecoder(schema.partition_types)
+
+    # ---- idempotency ---------------------------------------------------------------------
+
+    def find_committed(self, commit_identifier: int, kind: str | None = None,
+                       *, after: int = 0) -> int | None:
+        """Id of a snapshot by this commit user with this identifier (newer than ``after``).
+
+        Scans back from the latest snapshot until this user's newest snapshot: identifiers of
+        one user only grow, so an older snapshot of the user cannot match.
+        """
+        latest = self.snapshots.latest_id()
+        earliest = self.snapshots.earliest_id()
+        if latest is None or earliest is None:
+            return None
+        for snapshot_id in range(latest, max(after, earliest - 1), -1):
+            try:
+                snapshot = self.snapshots.snapshot(snapshot_id)
+            except SnapshotNotFoundError:
+                continue
+            if snapshot.commit_user != self.commit_user:
+                continue
+            if snapshot.commit_identifier == commit_identifier and kind in (None, snapshot.commit_kind):
+                return snapshot.id
+            if commit_identifier != BATCH_COMMIT_IDENTIFIER and snapshot.commit_identifier > commit_identifier:
+                return snapshot.id
+            if commit_identifier != BATCH_COMMIT_IDENTIFIER:
+                return None
+        return None
+
+    # ---- commit ----------------------------------------------------------------------------
+
+    def commit(self, messages: Sequence[CommitMessage], *,
+               commit_identifier: int = BATCH_COMMIT_IDENTIFIER, overwrite: Overwrite | None = None,
+               properties: Mapping[str, str] | None = None) -> int | None:
+        """Commit ``messages``; returns the new snapshot id, or None for a skipped empty commit.
+
+        Raises:
+            CommitConflictError: every allowed attempt lost its race; all files were removed.
+            CommitStateUnknownError: an attempt's outcome is unknown; no file was removed.
+        """
+        adds = [ManifestEntry(ADD, m.partition.row, m.bucket, m.total_buckets, f)
+                for m in messages for f in m.new_files]
+        kind = "OVERWRITE" if overwrite is not None else "APPEND"
+        if not adds and overwrite is None and self.options.ignore_empty_commit:
+            return None
+        data_paths = [self.paths.bucket_dir(m.partition.path, m.bucket) + "/" + f.file_name
+                      for m in messages for f in m.new_files]
+        add_metas = self._write_manifests(adds)
+        attempt = _Attempt(self, adds, add_metas, kind, commit_identifier, overwrite, properties)
+        try:
+            return attempt.run()
+        except CommitConflictError:
+            for path in data_paths + [self.paths.manifest_file(m.file_name) for m in add_metas]:
+                self.file_io.delete_quietly(path)
+            raise
+
+    def _write_manifests(self, entries: Sequence[ManifestEntry]) -> list[ManifestFileMeta]:
+        """Write entries into manifests of about ``manifest.target-file-size`` each."""
+        if not entries:
+            return []
+        prefix = f"manifest-{uuid.uuid4()}-"
+        types = self.schema.partition_types
+        compression = self.options.manifest_compression
+        meta = write_manifest(self.file_io, self.paths.manifest_file(prefix + "0"), entries, types,
+                              compression)
+        target = self.options.manifest_target_file_size
+        if meta.file_size <= target or len(entries) == 1:
+            return [meta]
+        self.file_io.delete(self.paths.manifest_file(meta.file_name))
+        parts = min(len(entries), math.ceil(meta.file_size / target))
+        size = math.ceil(len(entries) / parts)
+        return [write_manifest(self.file_io, self.paths.manifest_file(f"{prefix}{i}"),
+                               entries[i * size:(i + 1) * size], types, compression)
+                for i in range(parts) if entries[i * size:(i + 1) * size]]
+
+    def overwrite_deletes(self, latest: Snapshot | None, overwrite: Overwrite,
+                          adds: Sequence[ManifestEntry]) -> list[ManifestEntry]:
+        """DELETE entries for every live file the overwrite replaces in ``latest``."""
+        if latest is None:
+            return []
+        if overwrite.mode == "table" or not self.schema.partition_keys:
+            keep: Callable[[ManifestEntry], bool] | None = None
+        elif overwrite.mode == "dynamic":
+            targets = {e.partition for e in adds}
+            if not targets:
+                return []
+            keep = lambda e: e.partition in targets  # noqa: E731
+        else:
+            spec = dict(overwrite.partition or {})
+            positions = {k: self.schema.partition_keys.index(k) for k in spec}
+            keep = lambda e: all(  # noqa: E731
+                self._decode_partition(e.partition)[i] == spec[k] for k, i in positions.items())
+        live = live_entries(self.file_io, self.paths, latest, entry_filter=keep)
+        return [replace(e, kind=DELETE) for e in live]
+
+
+class _Attempt:
+    """The retry loop of one commit."""
+
+    def __init__(self, commit: FileStoreCommit, adds: list[ManifestEntry],
+                 add_metas: list[ManifestFileMeta], kind: str, identifier: int,
+                 overwrite: Overwrite | None, properties: Mapping[str, str] | None) -> None:
+        self.c = commit
+        self.adds = adds
+        self.add_metas = add_metas
+        self.kind = kind
+        self.identifier = identifier
+        self.overwrite = overwrite
+        self.properties = dict(properties) if properties else None
+        self.uncertain = False
+        self.started = time.monotonic()
+        first = commit.snapshots.latest_id()
+        self.first_latest = first or 0
+
+    def run(self) -> int | None:
+        options = self.c.options
+        retry = 0
+        while True:
+            latest = self.c.snapshots.latest()
+            if retry and self.uncertain:
+                found = self.c.find_committed(self.identifier, self.kind, after=self.first_latest)
+                if found is not None:
+                    log.info("commit to %s found already landed as snapshot %d", self.c.table, found)
+                    return found
+            outcome = self._try_once(latest)
+            if isinstance(outcome, int):
+                return outcome
+            if outcome == "empty":
+                return None
+            retry += 1
+            elapsed_ms = (time.monotonic() - self.started) * 1000
+            timed_out = options.commit_timeout_ms is not None and elapsed_ms > options.commit_timeout_ms
+            if retry > options.commit_max_retries or timed_out:
+                target = (latest.id + 1) if latest else 1
+                message = (f"commit to table {self.c.table} gave up after {retry} attempts "
+                           f"({elapsed_ms:.0f} ms); last raced for snapshot {target}")
+                if self.uncertain:
+                    raise CommitStateUnknownError(message + "; an attempt's outcome is unknown, "
+                                                  "so no file was removed")
+                raise CommitConflictError(message, snapshot_id=target)
+            wait = min(options.commit_min_retry_wait_ms * 2 ** (retry - 1), options.commit_max_retry_wait_ms)
+            self.c._sleep(wait * (1 + random.random() * 0.2) / 1000)
+
+    def _try_once(self, latest: Snapshot | None) -> int | str:
+        c = self.c
+        deletes = c.overwrite_deletes(latest, self.overwrite, self.adds) if self.overwrite else []
+        if not self.adds and not deletes and c.options.ignore_empty_commit:
+            return "empty"
+        created: list[str] = []
+        delete_metas = c._write_manifests(deletes)
+        created += [c.paths.manifest_file(m.file_name) for m in delete_metas]
+        base_metas: list[ManifestFileMeta] = []
+        if latest is not None:
+            for name in (latest.base_manifest_list, latest.delta_manifest_list):
+                base_metas += read_manifest_list(c.file_io, c.paths.manifest_file(name))
+        list_id = f"manifest-list-{uuid.uuid4()}"
+        compression = c.options.manifest_compression
+        base_size = write_manifest_list(c.file_io, c.paths.manifest_file(f"{list_id}-0"), base_metas,
+                                        compression)
+        delta_size = write_manifest_list(c.file_io, c.paths.manifest_file(f"{list_id}-1"),
+                                         delete_metas + self.add_metas, compression)
+        created += [c.paths.manifest_file(f"{list_id}-0"), c.paths.manifest_file(f"{list_id}-1")]
+        delta_rows = sum(e.file.row_count for e in self.adds) - sum(e.file.row_count for e in deletes)
+        snapshot = Snapshot(
+            id=(latest.id + 1) if latest else 1,
+            schema_id=max(c.schema.id, latest.schema_id if latest else 0),
+            base_manifest_list=f"{list_id}-0", base_manifest_list_size=base_size,
+            delta_manifest_list=f"{list_id}-1", delta_manifest_list_size=delta_size,
+            index_manifest=latest.index_manifest if latest else None,
+            commit_user=c.commit_user, commit_identifier=self.identifier, commit_kind=self.kind,
+            time_millis=int(time.time() * 1000),
+            total_record_count=(latest.total_record_count if latest else 0) + delta_rows,
+            delta_record_count=delta_rows, watermark=latest.watermark if latest else None,
+            properties=self.properties, next_row_id=latest.next_row_id if latest else None,
+            uuid=str(uuid.uuid4()), writer_version=WRITER_VERSION)
+        if self._publish(snapshot):
+            log.info("committed %s snapshot %d of %s: +%d files, -%d files, %+d rows",
+                     self.kind, snapshot.id, c.table, len(self.adds), len(deletes), delta_rows)
+            return snapshot.id
+        if not self.uncertain:
+            for path in created:
+                c.file_io.delete_quietly(path)
+        return "lost"
+
+    def _publish(self, snapshot: Snapshot) -> bool:
+        store = self.c.snapshots
+        try:
+            if store.try_publish(snapshot):
+                return True
+        except (FileIOError, OSError) as exc:
+            log.warning("publishing snapshot %d of %s failed: %s", snapshot.id, self.c.table, exc)
+            self.uncertain = True
+        return self._is_ours(snapshot)
+
+    def _is_ours(self, snapshot: Snapshot) -> bool:
+        """After a reported failure, whether ``snapshot-N`` holds exactly what we wrote.
+
+        An object store may report a conflict for a create that actually succeeded (a retried
+        request finding its own object), so the stored snapshot is compared by uuid.
+        """
+        store = self.c.snapshots
+        try:
+            stored = store.snapshot(snapshot.id)
+        except SnapshotNotFoundError:
+            return False
+        except (FileIOError, OSError):
+            self.uncertain = True
+            return False
+        if stored.uuid == snapshot.uuid:
+            store.write_latest_hint(snapshot.id)
+            return True
+        return False
+

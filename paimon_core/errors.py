@@ -1,0 +1,79 @@
+"""Typed errors raised by paimon_core; every one derives from :class:`PaimonError`.
+
+Messages name the table, field and value involved so a user can act on them without
+reading a stack trace.
+"""
+
+from __future__ import annotations
+
+
+class PaimonError(Exception):
+    """Root of every error paimon_core raises on purpose."""
+
+
+class InvalidNameError(PaimonError, ValueError):
+    """A database, table or column name that cannot be stored safely."""
+
+
+class DatabaseNotFoundError(PaimonError, LookupError):
+    """The database does not exist in the warehouse."""
+
+
+class DatabaseExistsError(PaimonError):
+    """The database already exists and ``exist_ok`` was false."""
+
+
+class DatabaseNotEmptyError(PaimonError):
+    """Dropping a database that still holds tables without ``cascade``."""
+
+
+class TableNotFoundError(PaimonError, LookupError):
+    """The table does not exist in the warehouse."""
+
+
+class TableExistsError(PaimonError):
+    """The table already exists and ``exist_ok`` was false."""
+
+
+class SchemaError(PaimonError, ValueError):
+    """Input data or a schema change that does not fit the table schema."""
+
+
+class OptionError(PaimonError, ValueError):
+    """A table option with a value that cannot be parsed or is out of range."""
+
+
+class SnapshotNotFoundError(PaimonError, LookupError):
+    """Time travel to a snapshot, timestamp or tag that does not exist."""
+
+
+class CommitConflictError(PaimonError):
+    """The commit lost every race it was allowed to retry; nothing of it landed.
+
+    Attributes:
+        snapshot_id: the snapshot id the last attempt raced for.
+    """
+
+    def __init__(self, message: str, *, snapshot_id: int | None = None) -> None:
+        super().__init__(message)
+        self.snapshot_id = snapshot_id
+
+
+class CommitStateUnknownError(PaimonError):
+    """The outcome of publishing a snapshot is unknown; no file was cleaned up.
+
+    Re-running the same commit (same commit user and identifier) is safe: the
+    committer detects a commit that did land and does not apply it twice.
+    """
+
+
+class CorruptMetadataError(PaimonError):
+    """A metadata file (schema, snapshot, manifest, index) that cannot be decoded."""
+
+
+class UnsupportedFeatureError(PaimonError, NotImplementedError):
+    """A Paimon feature this implementation does not provide (yet)."""
+
+
+class FileIOError(PaimonError, OSError):
+    """A storage operation failed for a reason other than the target already existing."""

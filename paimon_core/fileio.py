@@ -1,0 +1,286 @@
+"""Storage access over fsspec, with a real atomic create-if-absent for committing snapshots.
+
+Local files use ``os`` directly: a temp file is written and fsynced, then hard-linked to its
+final name (``link`` fails with EEXIST and never replaces), so readers never see a torn file and
+two writers can never both create ``snapshot-N``. S3 (s3fs) uses a conditional PUT
+(``If-None-Match: *``). Any other fsspec backend is refused for commits rather than silently
+falling back to check-then-write.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import fsspec
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from paimon_core.errors import FileIOError, UnsupportedFeatureError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class FileStatus:
+    """One directory entry."""
+
+    path: str
+    name: str
+    size: int
+    is_dir: bool
+    mtime_ms: int | None
+
+
+def _is_precondition_failure(exc: BaseException) -> bool:
+    """Whether an s3fs/botocore error is an HTTP 412 (the key already exists)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        response = getattr(current, "response", None)
+        if isinstance(response, dict):
+            error = response.get("Error", {})
+            status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            if error.get("Code") in ("PreconditionFailed", "412") or status == 412:
+                return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+class FileIO:
+    """A filesystem rooted nowhere in particular: every method takes a full path.
+
+    Paths are what fsspec calls "stripped" paths: absolute local paths, or ``bucket/key`` for
+    object stores. :meth:`for_uri` turns a user URI into a FileIO and such a path.
+    """
+
+    def __init__(self, fs: fsspec.AbstractFileSystem) -> None:
+        self.fs = fs
+        protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
+        self.protocol: str = protocols[0]
+        self.is_local = "file" in protocols or "local" in protocols
+        self.arrow_fs: pafs.FileSystem = (
+            pafs.LocalFileSystem() if self.is_local else pafs.PyFileSystem(pafs.FSSpecHandler(fs))
+        )
+
+    @classmethod
+    def for_uri(cls, uri: str, storage_options: Mapping[str, Any] | None = None) -> tuple[FileIO, str]:
+        """Resolve ``uri`` (a local path, ``file://`` or any fsspec URL) to a FileIO and path."""
+        if "://" not in uri:
+            uri = os.path.abspath(os.path.expanduser(uri))
+        fs, path = fsspec.core.url_to_fs(uri, **dict(storage_options or {}))
+        return cls(fs), path.rstrip("/") or "/"
+
+    def to_path(self, uri: str) -> str:
+        """The path of a full URI (e.g. a file's external path) on this filesystem."""
+        return str(self.fs._strip_protocol(uri))
+
+    def uri(self, path: str) -> str:
+        """A full URI for ``path`` (for display and for other engines)."""
+        return f"file://{path}" if self.is_local else f"{self.protocol}://{path}"
+
+    # ----------------------------------------------------------------------------------
+    # reads
+    # ----------------------------------------------------------------------------------
+
+    def exists(self, path: str) -> bool:
+        if self.is_local:
+            return os.path.exists(path)
+        return bool(self.fs.exists(path))
+
+    def read_bytes(self, path: str) -> bytes:
+        """Read a whole file; raises FileNotFoundError when it does not exist."""
+        if self.is_local:
+            with open(path, "rb") as f:
+                return f.read()
+        return bytes(self.fs.cat_file(path))
+
+    def read_text(self, path: str) -> str:
+        return self.read_bytes(path).decode("utf-8")
+
+    def file_size(self, path: str) -> int:
+        if self.is_local:
+            return os.stat(path).st_size
+        return int(self.fs.size(path))
+
+    def list_dir(self, path: str) -> list[FileStatus]:
+        """Entries of a directory; an absent directory lists as empty."""
+        if self.is_local:
+            return self._list_local(path)
+        try:
+            entries = self.fs.ls(path, detail=True)
+        except FileNotFoundError:
+            return []
+        out = []
+        for entry in entries:
+            full = entry["name"].rstrip("/")
+            if full == path.rstrip("/"):
+                continue
+            mtime = entry.get("LastModified") or entry.get("mtime")
+            mtime_ms = int(mtime.timestamp() * 1000) if hasattr(mtime, "timestamp") else None
+            out.append(FileStatus(full, full.rsplit("/", 1)[-1], int(entry.get("size") or 0),
+                                  entry.get("type") == "directory", mtime_ms))
+        return out
+
+    @staticmethod
+    def _list_local(path: str) -> list[FileStatus]:
+        try:
+            scan = os.scandir(path)
+        except FileNotFoundError:
+            return []
+        with scan:
+            out = []
+            for entry in scan:
+                st = entry.stat(follow_symlinks=False)
+                out.append(FileStatus(entry.path, entry.name, st.st_size, entry.is_dir(),
+                                      int(st.st_mtime * 1000)))
+            return out
+
+    def open_input(self, path: str) -> pa.NativeFile:
+        """A random-access Arrow file (for Parquet/ORC readers)."""
+        return self.arrow_fs.open_input_file(path)
+
+    # ----------------------------------------------------------------------------------
+    # writes
+    # ----------------------------------------------------------------------------------
+
+    def mkdirs(self, path: str) -> None:
+        if self.is_local:
+            os.makedirs(path, exist_ok=True)
+        else:
+            self.fs.makedirs(path, exist_ok=True)
+
+    def open_output(self, path: str) -> pa.NativeFile:
+        """A new file to stream into (parent directories are created)."""
+        self.mkdirs(path.rsplit("/", 1)[0])
+        return self.arrow_fs.open_output_stream(path)
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        """Write a whole file, replacing it if present; readers never see partial content."""
+        parent = path.rsplit("/", 1)[0]
+        if not self.is_local:
+            self.fs.pipe_file(path, data)
+            return
+        os.makedirs(parent, exist_ok=True)
+        tmp = self._temp_path(path)
+        try:
+            self._write_local_file(tmp, data)
+            os.replace(tmp, path)
+        finally:
+            _unlink_quietly(tmp)
+
+    def create_if_absent(self, path: str, data: bytes) -> bool:
+        """Atomically create ``path`` with ``data`` unless it exists.
+
+        Returns:
+            True when this call created the file, False when it already existed.
+
+        Raises:
+            FileIOError: the storage failed; the file may or may not exist afterwards.
+            UnsupportedFeatureError: the backend has no atomic create.
+        """
+        if self.is_local:
+            return self._create_local(path, data)
+        if self.protocol in ("s3", "s3a"):
+            return self._create_s3(path, data)
+        raise UnsupportedFeatureError(
+            f"storage protocol {self.protocol!r} offers no atomic create-if-absent; commits to "
+            f"{path} would not be safe (supported: local files, s3)")
+
+    def _create_local(self, path: str, data: bytes) -> bool:
+        parent = path.rsplit("/", 1)[0]
+        os.makedirs(parent, exist_ok=True)
+        tmp = self._temp_path(path)
+        try:
+            self._write_local_file(tmp, data)
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                return False
+            except OSError as exc:
+                if exc.errno in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+                    raise UnsupportedFeatureError(
+                        f"the filesystem holding {parent} does not support hard links, which "
+                        f"atomic commits need ({exc})") from exc
+                raise FileIOError(f"creating {path} failed: {exc}") from exc
+            _fsync_dir(parent)
+            return True
+        finally:
+            _unlink_quietly(tmp)
+
+    def _create_s3(self, path: str, data: bytes) -> bool:
+        try:
+            self.fs.pipe_file(path, data, mode="create")
+        except FileExistsError:
+            return False
+        except OSError as exc:
+            if _is_precondition_failure(exc):
+                return False
+            raise FileIOError(f"creating {self.uri(path)} failed: {exc}") from exc
+        return True
+
+    @staticmethod
+    def _temp_path(path: str) -> str:
+        parent, name = path.rsplit("/", 1)
+        return f"{parent}/.{name}.{uuid.uuid4()}.tmp"
+
+    @staticmethod
+    def _write_local_file(path: str, data: bytes) -> None:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    # ----------------------------------------------------------------------------------
+    # deletes
+    # ----------------------------------------------------------------------------------
+
+    def delete(self, path: str) -> None:
+        """Delete one file; absent files are fine."""
+        if self.is_local:
+            _unlink_quietly(path)
+            return
+        try:
+            self.fs.rm_file(path)
+        except FileNotFoundError:
+            pass
+
+    def delete_quietly(self, path: str) -> None:
+        """Best-effort delete used in cleanup paths: failures are logged, not raised."""
+        try:
+            self.delete(path)
+        except OSError as exc:
+            log.warning("could not delete %s: %s", path, exc)
+
+    def delete_dir(self, path: str) -> None:
+        """Delete a directory tree; an absent directory is fine."""
+        try:
+            self.fs.rm(path, recursive=True)
+        except FileNotFoundError:
+            pass
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

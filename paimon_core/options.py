@@ -1,0 +1,417 @@
+"""Table options: every Paimon key we honour, declared once with its type, default and effect.
+
+Options live in the schema file as a ``str -> str`` map. :meth:`TableOptions.from_map` parses
+the keys we know (raising :class:`OptionError` on a bad value) and keeps the whole map, so keys
+we do not know are written back unchanged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from paimon_core.errors import OptionError
+
+KiB = 1024
+MiB = 1024 * KiB
+GiB = 1024 * MiB
+INT_MAX = 2**31 - 1
+
+_MEMORY_UNITS = {
+    "": 1, "b": 1, "bytes": 1,
+    "k": KiB, "kb": KiB, "kibibytes": KiB,
+    "m": MiB, "mb": MiB, "mebibytes": MiB,
+    "g": GiB, "gb": GiB, "gibibytes": GiB,
+    "t": 1024 * GiB, "tb": 1024 * GiB, "tebibytes": 1024 * GiB,
+}
+_DURATION_MS = {
+    "": 1.0, "ms": 1.0, "milli": 1.0, "millis": 1.0, "millisecond": 1.0, "milliseconds": 1.0,
+    "ns": 1e-6, "nanos": 1e-6, "us": 1e-3, "micros": 1e-3,
+    "s": 1000.0, "sec": 1000.0, "secs": 1000.0, "second": 1000.0, "seconds": 1000.0,
+    "m": 60_000.0, "min": 60_000.0, "mins": 60_000.0, "minute": 60_000.0, "minutes": 60_000.0,
+    "h": 3_600_000.0, "hour": 3_600_000.0, "hours": 3_600_000.0,
+    "d": 86_400_000.0, "day": 86_400_000.0, "days": 86_400_000.0,
+}
+_NUMBER_UNIT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_memory_size(text: str) -> int:
+    """Parse a Paimon memory size such as ``256 mb`` or ``64kb`` into bytes (binary units)."""
+    match = _NUMBER_UNIT.match(text)
+    unit = match.group(2).lower() if match else None
+    if match is None or unit not in _MEMORY_UNITS:
+        raise ValueError(f"not a memory size: {text!r} (use e.g. '256 mb', '64 kb', '1 gb')")
+    return int(float(match.group(1)) * _MEMORY_UNITS[unit])
+
+
+def parse_duration_ms(text: str) -> int:
+    """Parse a Paimon duration such as ``1 h``, ``10 s`` or ``500ms`` into milliseconds."""
+    match = _NUMBER_UNIT.match(text)
+    unit = match.group(2).lower() if match else None
+    if match is None or unit not in _DURATION_MS:
+        raise ValueError(f"not a duration: {text!r} (use e.g. '10 s', '1 h', '500 ms')")
+    return int(float(match.group(1)) * _DURATION_MS[unit])
+
+
+def _parse_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered not in ("true", "false"):
+        raise ValueError(f"not a boolean: {text!r} (use 'true' or 'false')")
+    return lowered == "true"
+
+
+def _parse_int(text: str) -> int:
+    return int(text.strip())
+
+
+def _parse_str(text: str) -> str:
+    return text
+
+
+def _parse_list(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def _choice(*allowed: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        lowered = text.strip().lower()
+        if lowered not in allowed:
+            raise ValueError(f"{text!r} is not one of {', '.join(allowed)}")
+        return lowered
+
+    return parse
+
+
+def _at_least(minimum: int, parse: Callable[[str], int] = _parse_int) -> Callable[[str], int]:
+    def parse_checked(text: str) -> int:
+        value = parse(text)
+        if value < minimum:
+            raise ValueError(f"{text!r} is below the minimum {minimum}")
+        return value
+
+    return parse_checked
+
+
+def _parse_bucket(text: str) -> int:
+    value = int(text.strip())
+    if value == 0 or value < -2:
+        raise ValueError(f"bucket must be > 0, -1 (dynamic/unaware) or -2 (postpone), got {text!r}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class StatsMode:
+    """How much column statistics a data file's manifest entry carries (``metadata.stats-mode``)."""
+
+    kind: str  # "none" | "counts" | "truncate" | "full"
+    length: int = 0  # characters/bytes kept for truncate
+
+    @staticmethod
+    def parse(text: str) -> StatsMode:
+        lowered = text.strip().lower()
+        if lowered in ("none", "counts", "full"):
+            return StatsMode(lowered)
+        match = re.fullmatch(r"truncate\((\d+)\)", lowered)
+        if match and int(match.group(1)) > 0:
+            return StatsMode("truncate", int(match.group(1)))
+        raise ValueError(f"{text!r} is not none, counts, full or truncate(N) with N > 0")
+
+    @property
+    def collects_min_max(self) -> bool:
+        return self.kind in ("truncate", "full")
+
+    @property
+    def collects_anything(self) -> bool:
+        return self.kind != "none"
+
+
+@dataclass(frozen=True, slots=True)
+class OptionSpec:
+    """Metadata of one option: Paimon key, default, parser and documentation."""
+
+    key: str
+    default: Any
+    doc: str
+    parse: Callable[[str], Any]
+
+
+def opt(key: str, default: Any, doc: str, parse: Callable[[str], Any]) -> Any:
+    """Declare a TableOptions field bound to a Paimon option key."""
+    return field(default=default, metadata={"spec": OptionSpec(key, default, doc, parse)})
+
+
+_FIELD_OPTION = re.compile(r"^fields\.(.+)\.([a-z-]+(?:\.[a-z-]+)*)$")
+_FIELD_OPTION_PARSERS: dict[str, Callable[[str], Any]] = {"stats-mode": StatsMode.parse}
+
+
+@dataclass(frozen=True, slots=True)
+class TableOptions:
+    """Parsed table options. Construct with :meth:`from_map`; ``raw`` keeps every key as given."""
+
+    # --- layout and buckets -------------------------------------------------------------
+    bucket: int = opt("bucket", -1, "Fixed bucket count (> 0); -1 unaware (append) or dynamic (PK); "
+                      "-2 postpone.", _parse_bucket)
+    bucket_key: tuple[str, ...] = opt("bucket-key", (), "Columns hashed to pick a fixed bucket; "
+                                      "defaults to the trimmed primary key.", _parse_list)
+    partition_default_name: str = opt("partition.default-name", "__DEFAULT_PARTITION__",
+                                      "Directory name used for a null or blank partition value.",
+                                      _parse_str)
+    partition_legacy_name: bool = opt("partition.legacy-name", True,
+                                      "Partition directories use the value's internal string form "
+                                      "(e.g. DATE as a day number) as Java does by default.", _parse_bool)
+    data_file_prefix: str = opt("data-file.prefix", "data-", "File-name prefix of data files.",
+                                _parse_str)
+    changelog_file_prefix: str = opt("changelog-file.prefix", "changelog-",
+                                     "File-name prefix of changelog files.", _parse_str)
+    # --- file format ---------------------------------------------------------------------
+    file_format: str = opt("file.format", "parquet", "Data file format: parquet or orc.",
+                           _choice("parquet", "orc"))
+    file_compression: str = opt("file.compression", "zstd",
+                                "Compression codec inside data files.",
+                                _choice("zstd", "snappy", "gzip", "lz4", "none", "uncompressed", "brotli"))
+    file_compression_zstd_level: int = opt("file.compression.zstd-level", 1,
+                                           "zstd level for data files; higher is smaller and slower.",
+                                           _parse_int)
+    target_file_size: int | None = opt("target-file-size", None,
+                                       "Rolling size of data files; default 128 mb for primary-key "
+                                       "tables and 256 mb for append tables.", parse_memory_size)
+    # --- write path ----------------------------------------------------------------------
+    write_buffer_size: int = opt("write-buffer-size", 256 * MiB,
+                                 "Memory for buffered rows of one writer before they are flushed; "
+                                 "bounds write memory.", _at_least(1, parse_memory_size))
+    write_buffer_spillable: bool = opt("write-buffer-spillable", True,
+                                       "Spill sorted runs to local disk instead of writing a file "
+                                       "when the buffer is full.", _parse_bool)
+    write_only: bool = opt("write-only", False,
+                           "Writers never compact or expire; a dedicated job does maintenance.",
+                           _parse_bool)
+    dynamic_partition_overwrite: bool = opt("dynamic-partition-overwrite", True,
+                                            "overwrite=True replaces only partitions present in the "
+                                            "new data; false replaces the whole table.", _parse_bool)
+    ignore_empty_commit: bool = opt("snapshot.ignore-empty-commit", True,
+                                    "A commit without changes creates no snapshot.", _parse_bool)
+    commit_user_prefix: str | None = opt("commit.user-prefix", None,
+                                         "Prefix put before the generated commit user.", _parse_str)
+    # --- primary-key tables --------------------------------------------------------------
+    merge_engine: str = opt("merge-engine", "deduplicate", "How rows of one key are merged.",
+                            _choice("deduplicate", "partial-update", "aggregation", "first-row"))
+    changelog_producer: str = opt("changelog-producer", "none", "Which changelog a table produces.",
+                                  _choice("none", "input", "lookup", "full-compaction"))
+    sequence_field: tuple[str, ...] = opt("sequence.field", (),
+                                          "User columns that order updates before the system "
+                                          "sequence number.", _parse_list)
+    rowkind_field: str | None = opt("rowkind.field", None,
+                                    "String column holding each row's kind (+I/-U/+U/-D).", _parse_str)
+    ignore_delete: bool = opt("ignore-delete", False, "Drop -D/-U rows at write and in merges.",
+                              _parse_bool)
+    partial_update_remove_record_on_delete: bool = opt(
+        "partial-update.remove-record-on-delete", False,
+        "A -D removes the whole row in partial-update.", _parse_bool)
+    aggregation_remove_record_on_delete: bool = opt(
+        "aggregation.remove-record-on-delete", False,
+        "A -D removes the whole row in aggregation.", _parse_bool)
+    default_aggregate_function: str | None = opt("fields.default-aggregate-function", None,
+                                                 "Aggregate function of fields without their own.",
+                                                 _parse_str)
+    dynamic_bucket_target_row_num: int = opt("dynamic-bucket.target-row-num", 2_000_000,
+                                             "Rows per dynamic bucket before a new one opens.",
+                                             _at_least(1))
+    deletion_vectors_enabled: bool = opt("deletion-vectors.enabled", False,
+                                         "Merge-on-write through deletion vectors.", _parse_bool)
+    # --- compaction ----------------------------------------------------------------------
+    sorted_run_compaction_trigger: int = opt("num-sorted-run.compaction-trigger", 5,
+                                             "Sorted runs that start a compaction; lower reads "
+                                             "faster and rewrites more.", _at_least(1))
+    sorted_run_stop_trigger_option: int | None = opt("num-sorted-run.stop-trigger", None,
+                                                     "Sorted runs that stall writes; default "
+                                                     "trigger + 3.", _at_least(1))
+    num_levels_option: int | None = opt("num-levels", None, "LSM levels; default trigger + 1.",
+                                        _at_least(2))
+    max_size_amplification_percent: int = opt("compaction.max-size-amplification-percent", 200,
+                                              "Size amplification that forces a full compaction.",
+                                              _at_least(0))
+    compaction_size_ratio: int = opt("compaction.size-ratio", 1,
+                                     "Percent slack when grouping runs of similar size.",
+                                     _at_least(0))
+    compaction_min_file_num: int = opt("compaction.min.file-num", 5,
+                                       "Minimum small files before an append compaction.",
+                                       _at_least(1))
+    compaction_optimization_interval_ms: int | None = opt(
+        "compaction.optimization-interval", None,
+        "Run a full compaction at least this often (read-optimized freshness).", parse_duration_ms)
+    full_compaction_delta_commits: int | None = opt("full-compaction.delta-commits", None,
+                                                    "Full compaction every N commits.", _at_least(1))
+    lookup_wait: bool = opt("lookup-wait", True, "Commit waits for lookup compaction.", _parse_bool)
+    lookup_compact: str = opt("lookup-compact", "radical",
+                              "radical: force level 0 up at every trigger; gentle: only every "
+                              "lookup-compact.max-interval.", _choice("radical", "gentle"))
+    commit_force_compact: bool = opt("commit.force-compact", False,
+                                     "Compact before every commit.", _parse_bool)
+    # --- snapshots, changelog, manifests --------------------------------------------------
+    snapshot_num_retained_min: int = opt("snapshot.num-retained.min", 10,
+                                         "Snapshots always kept by expiry.", _at_least(1))
+    snapshot_num_retained_max: int = opt("snapshot.num-retained.max", INT_MAX,
+                                         "Hard cap on retained snapshots.", _at_least(1))
+    snapshot_time_retained_ms: int = opt("snapshot.time-retained", 3_600_000,
+                                         "Snapshots younger than this are kept.", parse_duration_ms)
+    snapshot_expire_limit: int = opt("snapshot.expire.limit", 50,
+                                     "Most snapshots expired in one run.", _at_least(1))
+    changelog_num_retained_min: int | None = opt("changelog.num-retained.min", None,
+                                                 "Changelogs always kept; default the snapshot "
+                                                 "value.", _at_least(1))
+    changelog_num_retained_max: int | None = opt("changelog.num-retained.max", None,
+                                                 "Cap on retained changelogs; default the "
+                                                 "snapshot value.", _at_least(1))
+    changelog_time_retained_ms: int | None = opt("changelog.time-retained", None,
+                                                 "Changelog age kept; default the snapshot value.",
+                                                 parse_duration_ms)
+    manifest_target_file_size: int = opt("manifest.target-file-size", 8 * MiB,
+                                         "Rolling and merge size of manifest files.",
+                                         _at_least(1, parse_memory_size))
+    manifest_merge_min_count: int = opt("manifest.merge-min-count", 30,
+                                        "Small manifests in the tail before a minor merge.",
+                                        _at_least(1))
+    manifest_full_compaction_threshold_size: int = opt(
+        "manifest.full-compaction-threshold-size", 16 * MiB,
+        "Size of must-change manifests that triggers a full manifest rewrite.", parse_memory_size)
+    manifest_compression: str = opt("manifest.compression", "zstd",
+                                    "Avro codec of manifests and manifest lists.",
+                                    _choice("zstd", "null", "deflate", "snappy", "bzip2", "xz"))
+    manifest_delete_file_drop_stats: bool = opt("manifest.delete-file-drop-stats", False,
+                                                "DELETE entries carry no stats (smaller manifests).",
+                                                _parse_bool)
+    # --- statistics ----------------------------------------------------------------------
+    stats_mode: StatsMode = opt("metadata.stats-mode", StatsMode("truncate", 16),
+                                "Column stats kept per data file: none, counts, truncate(N) or "
+                                "full.", StatsMode.parse)
+    stats_dense_store: bool = opt("metadata.stats-dense-store", True,
+                                  "Store stats only for columns that have them, naming them.",
+                                  _parse_bool)
+    stats_keep_first_n_columns: int = opt("metadata.stats-keep-first-n-columns", -1,
+                                          "Only the first N columns get stats; -1 keeps all.",
+                                          _parse_int)
+    # --- commit ----------------------------------------------------------------------------
+    commit_max_retries: int = opt("commit.max-retries", 10,
+                                  "Attempts after a lost race before the commit fails.", _at_least(0))
+    commit_timeout_ms: int | None = opt("commit.timeout", None,
+                                        "Give up retrying after this long; default unlimited.",
+                                        parse_duration_ms)
+    commit_min_retry_wait_ms: int = opt("commit.min-retry-wait", 10,
+                                        "First backoff after a lost race.", parse_duration_ms)
+    commit_max_retry_wait_ms: int = opt("commit.max-retry-wait", 10_000,
+                                        "Longest backoff between commit attempts.", parse_duration_ms)
+    # --- reading and streaming -----------------------------------------------------------
+    scan_mode: str = opt("scan.mode", "default", "Starting point of scans.",
+                         _choice("default", "latest-full", "full", "latest", "compacted-full",
+                                 "from-timestamp", "from-file-creation-time", "from-snapshot",
+                                 "from-snapshot-full", "incremental"))
+    continuous_discovery_interval_ms: int = opt("continuous.discovery-interval", 10_000,
+                                                "Poll interval of streaming reads.",
+                                                parse_duration_ms)
+    consumer_id: str | None = opt("consumer-id", None, "Streaming consumer whose progress is saved.",
+                                  _parse_str)
+    consumer_expiration_ms: int | None = opt("consumer.expiration-time", None,
+                                             "Consumers idle longer than this stop pinning "
+                                             "snapshots.", parse_duration_ms)
+    partition_expiration_ms: int | None = opt("partition.expiration-time", None,
+                                              "Partitions older than this are dropped.",
+                                              parse_duration_ms)
+    tag_automatic_creation: str = opt("tag.automatic-creation", "none", "Automatic tag creation.",
+                                      _choice("none", "process-time", "watermark", "batch"))
+    sequence_number_init_mode: str = opt("write.sequence-number-init-mode", "scan",
+                                         "How a writer restores its sequence counter.",
+                                         _choice("scan", "snapshot"))
+
+    raw: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_map(cls, options: Mapping[str, str], *, table: str = "") -> TableOptions:
+        """Parse ``options``; raises :class:`OptionError` naming the table, key and value."""
+        values: dict[str, Any] = {}
+        where = f" of table {table}" if table else ""
+        for spec_field in dataclasses.fields(cls):
+            spec: OptionSpec | None = spec_field.metadata.get("spec")
+            if spec is None or spec.key not in options:
+                continue
+            text = options[spec.key]
+            if not isinstance(text, str):
+                raise OptionError(f"option {spec.key!r}{where} must be a string, got {text!r}")
+            try:
+                values[spec_field.name] = spec.parse(text)
+            except ValueError as exc:
+                raise OptionError(f"bad value {text!r} for option {spec.key!r}{where}: {exc}") from None
+        for key, text in options.items():
+            _validate_field_option(key, text, where)
+        return cls(**values, raw=dict(options))
+
+    def to_map(self) -> dict[str, str]:
+        """The options as stored in the schema file: exactly the keys that were set."""
+        return dict(self.raw)
+
+    def field_option(self, field_name: str, suffix: str) -> str | None:
+        """The raw value of ``fields.<field_name>.<suffix>``, if set."""
+        return self.raw.get(f"fields.{field_name}.{suffix}")
+
+    def field_stats_mode(self, field_name: str) -> StatsMode:
+        """Stats mode of one column: its ``fields.<f>.stats-mode`` or the table mode."""
+        own = self.field_option(field_name, "stats-mode")
+        return StatsMode.parse(own) if own is not None else self.stats_mode
+
+    def target_file_size_for(self, *, primary_key: bool) -> int:
+        """Rolling size: the option if set, else Paimon's per-table-kind default."""
+        if self.target_file_size is not None:
+            return self.target_file_size
+        return 128 * MiB if primary_key else 256 * MiB
+
+    @property
+    def sorted_run_stop_trigger(self) -> int:
+        if self.sorted_run_stop_trigger_option is not None:
+            return self.sorted_run_stop_trigger_option
+        return self.sorted_run_compaction_trigger + 3
+
+    @property
+    def num_levels(self) -> int:
+        if self.num_levels_option is not None:
+            return self.num_levels_option
+        return self.sorted_run_compaction_trigger + 1
+
+
+def _validate_field_option(key: str, text: str, where: str) -> None:
+    match = _FIELD_OPTION.match(key)
+    if match is None:
+        return
+    parse = _FIELD_OPTION_PARSERS.get(match.group(2))
+    if parse is None:
+        return
+    try:
+        parse(text)
+    except ValueError as exc:
+        raise OptionError(f"bad value {text!r} for option {key!r}{where}: {exc}") from None
+
+
+def option_specs() -> list[OptionSpec]:
+    """Every declared option, in declaration order (used to render the README table)."""
+    specs = [f.metadata.get("spec") for f in dataclasses.fields(TableOptions)]
+    return [spec for spec in specs if spec is not None]
+
+
+def options_markdown() -> str:
+    """A Markdown table of every supported option with its default and effect."""
+    lines = ["| option | default | effect |", "|---|---|---|"]
+    for spec in option_specs():
+        default = _render_default(spec.default)
+        lines.append(f"| `{spec.key}` | {default} | {spec.doc} |")
+    return "\n".join(lines)
+
+
+def _render_default(value: Any) -> str:
+    if value is None or value == ():
+        return "(unset)"
+    if isinstance(value, StatsMode):
+        return f"`{value.kind}({value.length})`" if value.kind == "truncate" else f"`{value.kind}`"
+    if isinstance(value, bool):
+        return f"`{str(value).lower()}`"
+    return f"`{value}`"

@@ -1,0 +1,209 @@
+"""Reading the files of splits as Arrow, in the read schema.
+
+Columns are matched by field id through each file's own schema version, so renamed columns are
+found under their old names, widened types are cast and added columns read as nulls. Deletion
+vectors drop their rows; filters are then applied exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.orc as orc
+import pyarrow.parquet as pq
+
+from paimon_core.deletion_vectors import read_deletion_vector
+from paimon_core.errors import CorruptMetadataError, SchemaError
+from paimon_core.fileio import FileIO
+from paimon_core.layout import TablePaths, partition_path, partition_value_string
+from paimon_core.manifest import DataFileMeta
+from paimon_core.options import TableOptions
+from paimon_core.read.predicate import Predicate
+from paimon_core.read.scan import DataSplit, DeletionFile
+from paimon_core.schema import TableSchema
+from paimon_core.schema_store import SchemaStore
+from paimon_core.types import DataField, arrow_schema, to_arrow_type
+
+_READ_THREADS = 4
+
+
+class SplitReader:
+    """Turns splits into Arrow tables of the projected read schema."""
+
+    def __init__(self, file_io: FileIO, paths: TablePaths, schemas: SchemaStore,
+                 read_schema: TableSchema, *, columns: Sequence[str] | None = None,
+                 predicate: Predicate | None = None, expression: pc.Expression | None = None,
+                 table: str = "") -> None:
+        self.file_io = file_io
+        self.paths = paths
+        self.schemas = schemas
+        self.schema = read_schema
+        self.options = TableOptions.from_map(read_schema.effective_options(), table=table)
+        self.table = table
+        names = read_schema.field_names
+        for name in columns or ():
+            if name not in names:
+                raise SchemaError(f"column {name!r} is not in table {table}; columns are {names}")
+        self.output_fields = [read_schema.field(c) for c in columns] if columns else list(read_schema.fields)
+        needed = {f.name for f in self.output_fields}
+        if predicate is not None:
+            needed |= predicate.columns()
+        if expression is not None:
+            needed = set(names)
+        self.read_fields = [f for f in read_schema.fields if f.name in needed]
+        self.predicate = predicate
+        self.filter = _combine(predicate.to_expression() if predicate else None, expression)
+        self.output_schema = arrow_schema(self.output_fields)
+
+    # ---- public ------------------------------------------------------------------------------
+
+    def read_splits(self, splits: Sequence[DataSplit]) -> Iterator[pa.Table]:
+        """One table per data file, in split order; files are read a few at a time in parallel."""
+        tasks = [(split, meta) for split in splits for meta in split.files]
+        if len(tasks) <= 1:
+            for split, meta in tasks:
+                yield self.read_file(split, meta)
+            return
+        with ThreadPoolExecutor(_READ_THREADS) as pool:
+            window = []
+            for split, meta in tasks:
+                window.append(pool.submit(self.read_file, split, meta))
+                if len(window) > _READ_THREADS:
+                    yield window.pop(0).result()
+            for future in window:
+                yield future.result()
+
+    def iter_batches(self, splits: Sequence[DataSplit], batch_size: int = 65536) -> Iterator[pa.RecordBatch]:
+        """Stream record batches, holding at most one row group of one file at a time."""
+        for split in splits:
+            for meta in split.files:
+                yield from self._file_batches(split, meta, batch_size)
+
+    def read_file(self, split: DataSplit, meta: DataFileMeta) -> pa.Table:
+        path = self.file_path(split, meta)
+        file_fields = self._file_fields(meta)
+        physical = [f.name for f in file_fields.values()]
+        try:
+            with self.file_io.open_input(path) as source:
+                data, rows = _read_all(source, path, physical)
+        except FileNotFoundError:
+            raise CorruptMetadataError(f"data file {path} of table {self.table} is missing") from None
+        table = self._to_read_schema(data, file_fields, rows)
+        deletion = split.deletion_files.get(meta.file_name)
+        if deletion is not None:
+            table = table.filter(self._keep_mask(deletion, 0, table.num_rows))
+        return self._finish(table)
+
+    # ---- helpers -----------------------------------------------------------------------------
+
+    def file_path(self, split: DataSplit, meta: DataFileMeta) -> str:
+        if meta.external_path:
+            return self.file_io.to_path(meta.external_path)
+        texts = [partition_value_string(v, t, legacy=self.options.partition_legacy_name)
+                 for v, t in zip(split.partition_values, self.schema.partition_types)]
+        relative = partition_path(self.schema.partition_keys, texts, self.options.partition_default_name)
+        return self.paths.data_file(relative, split.bucket, meta.file_name)
+
+    def _file_fields(self, meta: DataFileMeta) -> dict[int, DataField]:
+        """Read-schema field id → the field as named and typed in the file's schema."""
+        file_schema = self.schemas.schema(meta.schema_id)
+        by_id = file_schema.field_by_id()
+        return {f.id: by_id[f.id] for f in self.read_fields if f.id in by_id}
+
+    def _to_read_schema(self, data: pa.Table, file_fields: dict[int, DataField],
+                        rows: int) -> pa.Table:
+        columns = []
+        for data_field in self.read_fields:
+            target = to_arrow_type(data_field.type)
+            old = file_fields.get(data_field.id)
+            if old is None:
+                columns.append(pa.nulls(rows, target))
+                continue
+            column = data.column(old.name)
+            if column.type != target:
+                column = _cast(column, target, data_field.name, self.table)
+            columns.append(column)
+        return pa.Table.from_arrays(columns, schema=arrow_schema(self.read_fields))
+
+    def _keep_mask(self, deletion: DeletionFile, start: int, count: int) -> pa.Array:
+        blob = self._deletion_blob(deletion)
+        positions = read_deletion_vector(blob, source=f"deletion vector in {deletion.index_file}")
+        keep = np.ones(count, dtype=bool)
+        local = positions[(positions >= start) & (positions < start + count)] - start
+        keep[local.astype(np.int64)] = False
+        return pa.array(keep)
+
+    def _deletion_blob(self, deletion: DeletionFile) -> bytes:
+        with self.file_io.open_input(deletion.index_file) as source:
+            source.seek(deletion.offset)
+            return bytes(source.read(deletion.length + 8))
+
+    def _finish(self, table: pa.Table) -> pa.Table:
+        if self.filter is not None:
+            table = table.filter(self.filter)
+        if [f.name for f in self.read_fields] != [f.name for f in self.output_fields]:
+            table = table.select([f.name for f in self.output_fields])
+        return table
+
+    def _file_batches(self, split: DataSplit, meta: DataFileMeta,
+                      batch_size: int) -> Iterator[pa.RecordBatch]:
+        path = self.file_path(split, meta)
+        file_fields = self._file_fields(meta)
+        physical = [f.name for f in file_fields.values()]
+        deletion = split.deletion_files.get(meta.file_name)
+        offset = 0
+        with self.file_io.open_input(path) as source:
+            for batch in _iter_batches(source, path, physical, batch_size):
+                table = self._to_read_schema(pa.Table.from_batches([batch]), file_fields,
+                                             batch.num_rows)
+                if deletion is not None:
+                    table = table.filter(self._keep_mask(deletion, offset, table.num_rows))
+                offset += batch.num_rows
+                yield from self._finish(table).to_batches()
+
+
+def _combine(first: pc.Expression | None, second: pc.Expression | None) -> pc.Expression | None:
+    if first is None:
+        return second
+    return first if second is None else first & second
+
+
+def _cast(column: pa.ChunkedArray, target: pa.DataType, name: str, table: str) -> pa.ChunkedArray:
+    try:
+        return column.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise SchemaError(f"column {name!r} of table {table} cannot be read as {target}: {exc}") from None
+
+
+def _format_of(path: str) -> str:
+    return path.rsplit(".", 1)[-1].lower()
+
+
+def _read_all(source: pa.NativeFile, path: str, columns: list[str]) -> tuple[pa.Table, int]:
+    """The file's chosen columns and its row count (also known when no column is chosen)."""
+    fmt = _format_of(path)
+    if fmt == "parquet":
+        parquet = pq.ParquetFile(source)
+        return parquet.read(columns=columns, use_threads=True), parquet.metadata.num_rows
+    if fmt == "orc":
+        reader = orc.ORCFile(source)
+        return reader.read(columns=columns), reader.nrows
+    raise CorruptMetadataError(f"data file {path} has an unsupported format {fmt!r}")
+
+
+def _iter_batches(source: pa.NativeFile, path: str, columns: list[str],
+                  batch_size: int) -> Iterator[pa.RecordBatch]:
+    fmt = _format_of(path)
+    if fmt == "parquet":
+        yield from pq.ParquetFile(source).iter_batches(batch_size=batch_size, columns=columns)
+    elif fmt == "orc":
+        reader = orc.ORCFile(source)
+        for stripe in range(reader.nstripes):
+            stripe_batch = reader.read_stripe(stripe, columns=columns)
+            yield from pa.Table.from_batches([stripe_batch]).to_batches(batch_size)
+    else:
+        raise CorruptMetadataError(f"data file {path} has an unsupported format {fmt!r}")

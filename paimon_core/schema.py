@@ -1,0 +1,360 @@
+"""Table schemas (``schema/schema-N`` JSON), their validation and pure schema evolution.
+
+A schema version is immutable; an ALTER writes ``schema-(N+1)``. Columns are identified across
+versions by field id, which is how files written under older schemas are read.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pyarrow as pa
+
+from paimon_core.errors import CorruptMetadataError, OptionError, SchemaError
+from paimon_core.names import validate_identifier
+from paimon_core.options import TableOptions
+from paimon_core.types import (
+    AtomicType,
+    DataField,
+    DataType,
+    arrow_schema,
+    can_widen,
+    field_from_json,
+    field_to_json,
+    from_arrow_type,
+    type_to_json,
+    with_nullable,
+)
+
+SCHEMA_VERSION = 3
+
+
+@dataclass(frozen=True, slots=True)
+class TableSchema:
+    """One version of a table's schema, as stored in ``schema/schema-<id>``."""
+
+    id: int
+    fields: tuple[DataField, ...]
+    highest_field_id: int
+    partition_keys: tuple[str, ...] = ()
+    primary_keys: tuple[str, ...] = ()
+    options: Mapping[str, str] = field(default_factory=dict)
+    comment: str | None = None
+    time_millis: int = 0
+    version: int = SCHEMA_VERSION
+
+    # ---- lookups -----------------------------------------------------------------------
+
+    @property
+    def field_names(self) -> list[str]:
+        return [f.name for f in self.fields]
+
+    def field(self, name: str) -> DataField:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise SchemaError(f"no column {name!r}; columns are {self.field_names}")
+
+    def field_by_id(self) -> dict[int, DataField]:
+        return {f.id: f for f in self.fields}
+
+    @property
+    def partition_fields(self) -> list[DataField]:
+        return [self.field(k) for k in self.partition_keys]
+
+    @property
+    def partition_types(self) -> list[DataType]:
+        return [f.type for f in self.partition_fields]
+
+    @property
+    def trimmed_primary_keys(self) -> list[str]:
+        """Primary key without the partition columns (the key stored in data files)."""
+        return [k for k in self.primary_keys if k not in self.partition_keys]
+
+    def bucket_keys(self, options: TableOptions | None = None) -> list[str]:
+        """``bucket-key`` if set, else the trimmed primary key (empty for append tables)."""
+        opts = options or self.table_options()
+        return list(opts.bucket_key) if opts.bucket_key else self.trimmed_primary_keys
+
+    def table_options(self) -> TableOptions:
+        return TableOptions.from_map(self.effective_options())
+
+    def effective_options(self) -> dict[str, str]:
+        """Options with the defaults old schema versions imply (bucket, file.format)."""
+        options = dict(self.options)
+        if self.version <= 1 and "bucket" not in options:
+            options["bucket"] = "1"
+        if self.version <= 2 and "file.format" not in options:
+            options["file.format"] = "orc"
+        return options
+
+    def arrow_schema(self) -> pa.Schema:
+        return arrow_schema(self.fields)
+
+    # ---- JSON --------------------------------------------------------------------------
+
+    def to_json(self) -> str:
+        doc: dict[str, Any] = {
+            "version": self.version,
+            "id": self.id,
+            "fields": [field_to_json(f) for f in self.fields],
+            "highestFieldId": self.highest_field_id,
+            "partitionKeys": list(self.partition_keys),
+            "primaryKeys": list(self.primary_keys),
+            "options": dict(self.options),
+            "comment": self.comment,
+            "timeMillis": self.time_millis,
+        }
+        return json.dumps(doc, indent=2, ensure_ascii=False)
+
+    @staticmethod
+    def from_json(text: str | bytes, *, source: str = "schema") -> TableSchema:
+        try:
+            doc = json.loads(text)
+            return TableSchema(
+                id=int(doc["id"]),
+                fields=tuple(field_from_json(f) for f in doc["fields"]),
+                highest_field_id=int(doc["highestFieldId"]),
+                partition_keys=tuple(doc.get("partitionKeys") or ()),
+                primary_keys=tuple(doc.get("primaryKeys") or ()),
+                options={str(k): str(v) for k, v in (doc.get("options") or {}).items()},
+                comment=doc.get("comment"),
+                time_millis=int(doc.get("timeMillis") or 0),
+                version=int(doc.get("version", 1)),
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            raise CorruptMetadataError(f"cannot parse {source}: {exc}") from exc
+
+
+def create_schema(arrow: pa.Schema, *, partition_keys: Sequence[str] = (),
+                  primary_keys: Sequence[str] = (), options: Mapping[str, str] | None = None,
+                  comment: str | None = None, table: str = "") -> TableSchema:
+    """Build and validate schema 0 of a new table from an Arrow schema.
+
+    Raises:
+        SchemaError: unknown or duplicate columns, bad keys, unsupported types.
+        OptionError: a bad option value, or options that contradict the schema.
+    """
+    next_id = [0]
+    fields: list[DataField] = []
+    for arrow_field in arrow:
+        validate_identifier(arrow_field.name, "column", table=table)
+        field_id = next_id[0]
+        next_id[0] += 1
+        data_type = from_arrow_type(arrow_field.type, arrow_field.nullable, next_id)
+        if arrow_field.name in primary_keys:
+            data_type = with_nullable(data_type, False)
+        description = (arrow_field.metadata or {}).get(b"description")
+        fields.append(DataField(field_id, arrow_field.name, data_type,
+                                description.decode() if description else None))
+    schema = TableSchema(
+        id=0, fields=tuple(fields), highest_field_id=next_id[0] - 1,
+        partition_keys=tuple(partition_keys), primary_keys=tuple(primary_keys),
+        options={str(k): str(v) for k, v in (options or {}).items()}, comment=comment,
+        time_millis=int(time.time() * 1000))
+    validate_schema(schema, table=table)
+    return schema
+
+
+def validate_schema(schema: TableSchema, *, table: str = "") -> None:
+    """Check column names, keys and options against each other."""
+    names = schema.field_names
+    where = f" in table {table}" if table else ""
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise SchemaError(f"duplicate columns {duplicates}{where}")
+    if not names:
+        raise SchemaError(f"a table needs at least one column{where}")
+    for kind, keys in (("partition key", schema.partition_keys), ("primary key", schema.primary_keys)):
+        for key in keys:
+            if key not in names:
+                raise SchemaError(f"{kind} {key!r} is not a column{where}; columns are {names}")
+        if len(set(keys)) != len(keys):
+            raise SchemaError(f"duplicate {kind}s {list(keys)}{where}")
+    for key in schema.partition_keys:
+        if not isinstance(schema.field(key).type, AtomicType):
+            raise SchemaError(f"partition key {key!r}{where} must have an atomic type, "
+                              f"not {type_to_json(schema.field(key).type)}")
+    if schema.primary_keys and set(schema.primary_keys) == set(schema.partition_keys):
+        raise SchemaError(f"primary key {list(schema.primary_keys)}{where} must not be just the "
+                          "partition keys")
+    options = TableOptions.from_map(schema.effective_options(), table=table)
+    _validate_bucket_options(schema, options, where)
+
+
+def _validate_bucket_options(schema: TableSchema, options: TableOptions, where: str) -> None:
+    names = schema.field_names
+    for key in options.bucket_key:
+        if key not in names:
+            raise OptionError(f"bucket-key column {key!r}{where} is not a column; columns are {names}")
+        if key in schema.partition_keys:
+            raise OptionError(f"bucket-key column {key!r}{where} must not be a partition key")
+        if not isinstance(schema.field(key).type, AtomicType):
+            raise OptionError(f"bucket-key column {key!r}{where} must have an atomic type")
+    if options.bucket > 0 and not schema.primary_keys and not options.bucket_key:
+        raise OptionError(f"append table{where} with bucket = {options.bucket} needs a "
+                          "'bucket-key' option naming the columns to hash")
+    if options.bucket == -2:
+        raise OptionError(f"bucket = -2 (postpone){where} is not supported")
+    if schema.primary_keys and options.bucket_key:
+        outside = [k for k in options.bucket_key if k not in schema.primary_keys]
+        if outside:
+            raise OptionError(f"bucket-key columns {outside}{where} must be part of the primary key")
+
+
+# ------------------------------------------------------------------------------------------
+# schema evolution (pure)
+# ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AddColumn:
+    """Add a nullable column at the end (or after ``after``)."""
+
+    name: str
+    arrow_type: pa.DataType
+    comment: str | None = None
+    after: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RenameColumn:
+    name: str
+    new_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class DropColumn:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateColumnType:
+    """Change a column to a type that holds every old value (widening only)."""
+
+    name: str
+    arrow_type: pa.DataType
+
+
+@dataclass(frozen=True, slots=True)
+class SetOption:
+    key: str
+    value: str
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveOption:
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateComment:
+    comment: str | None
+
+
+SchemaChange = (AddColumn | RenameColumn | DropColumn | UpdateColumnType | SetOption
+                | RemoveOption | UpdateComment)
+
+# Options whose change would reinterpret files already written.
+_IMMUTABLE_OPTIONS = frozenset({"bucket", "bucket-key", "merge-engine", "sequence.field",
+                                "rowkind.field", "partition.legacy-name", "primary-key",
+                                "partition"})
+
+
+def apply_changes(schema: TableSchema, changes: Iterable[SchemaChange], *,
+                  table: str = "") -> TableSchema:
+    """The next schema version after ``changes``; raises SchemaError/OptionError if not allowed."""
+    fields = list(schema.fields)
+    options = dict(schema.options)
+    highest = schema.highest_field_id
+    comment = schema.comment
+    where = f" of table {table}" if table else ""
+    for change in changes:
+        if isinstance(change, AddColumn):
+            fields, highest = _add_column(fields, change, highest, where, table)
+        elif isinstance(change, RenameColumn):
+            fields = _rename_column(schema, fields, change, where, table)
+        elif isinstance(change, DropColumn):
+            fields = _drop_column(schema, fields, change, where)
+        elif isinstance(change, UpdateColumnType):
+            fields = _update_type(fields, change, where)
+        elif isinstance(change, SetOption | RemoveOption):
+            _check_mutable_option(change.key, where)
+            if isinstance(change, SetOption):
+                options[change.key] = str(change.value)
+            else:
+                options.pop(change.key, None)
+        else:
+            comment = change.comment
+    evolved = replace(schema, id=schema.id + 1, fields=tuple(fields), highest_field_id=highest,
+                      options=options, comment=comment, time_millis=int(time.time() * 1000))
+    validate_schema(evolved, table=table)
+    return evolved
+
+
+def _index(fields: list[DataField], name: str, where: str) -> int:
+    for i, f in enumerate(fields):
+        if f.name == name:
+            return i
+    raise SchemaError(f"no column {name!r}{where}; columns are {[f.name for f in fields]}")
+
+
+def _add_column(fields: list[DataField], change: AddColumn, highest: int, where: str,
+                table: str) -> tuple[list[DataField], int]:
+    validate_identifier(change.name, "column", table=table)
+    if any(f.name == change.name for f in fields):
+        raise SchemaError(f"column {change.name!r} already exists{where}")
+    next_id = [highest + 1]
+    field_id = next_id[0]
+    next_id[0] += 1
+    data_type = from_arrow_type(change.arrow_type, True, next_id)
+    new = DataField(field_id, change.name, data_type, change.comment)
+    position = len(fields) if change.after is None else _index(fields, change.after, where) + 1
+    return fields[:position] + [new] + fields[position:], next_id[0] - 1
+
+
+def _rename_column(schema: TableSchema, fields: list[DataField], change: RenameColumn,
+                   where: str, table: str) -> list[DataField]:
+    validate_identifier(change.new_name, "column", table=table)
+    if change.name in schema.partition_keys or change.name in schema.primary_keys:
+        raise SchemaError(f"cannot rename key column {change.name!r}{where}")
+    if any(f.name == change.new_name for f in fields):
+        raise SchemaError(f"column {change.new_name!r} already exists{where}")
+    i = _index(fields, change.name, where)
+    fields[i] = replace(fields[i], name=change.new_name)
+    return fields
+
+
+def _drop_column(schema: TableSchema, fields: list[DataField], change: DropColumn,
+                 where: str) -> list[DataField]:
+    if change.name in schema.partition_keys or change.name in schema.primary_keys:
+        raise SchemaError(f"cannot drop key column {change.name!r}{where}")
+    if change.name in schema.table_options().bucket_key:
+        raise SchemaError(f"cannot drop bucket-key column {change.name!r}{where}")
+    i = _index(fields, change.name, where)
+    if len(fields) == 1:
+        raise SchemaError(f"cannot drop the last column {change.name!r}{where}")
+    return fields[:i] + fields[i + 1:]
+
+
+def _update_type(fields: list[DataField], change: UpdateColumnType, where: str) -> list[DataField]:
+    i = _index(fields, change.name, where)
+    old = fields[i].type
+    new = with_nullable(from_arrow_type(change.arrow_type, old.nullable, [-1]), old.nullable)
+    if not isinstance(new, AtomicType):
+        raise SchemaError(f"cannot change column {change.name!r}{where} to nested type "
+                          f"{change.arrow_type}: only atomic types can be widened")
+    if not can_widen(old, new):
+        raise SchemaError(f"cannot change column {change.name!r}{where} from "
+                          f"{type_to_json(old)} to {type_to_json(new)}: only widening is allowed")
+    fields[i] = replace(fields[i], type=new)
+    return fields
+
+
+def _check_mutable_option(key: str, where: str) -> None:
+    if key in _IMMUTABLE_OPTIONS:
+        raise OptionError(f"option {key!r}{where} cannot be changed after the table is created")

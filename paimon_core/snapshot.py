@@ -1,0 +1,197 @@
+"""Snapshots (``snapshot/snapshot-N`` JSON) and the store that finds and publishes them.
+
+``LATEST``/``EARLIEST`` are hints only: they are trusted after a cheap existence check and the
+directory is listed whenever they are missing or stale.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from paimon_core.errors import CorruptMetadataError, SnapshotNotFoundError
+from paimon_core.fileio import FileIO
+from paimon_core.layout import TablePaths
+
+log = logging.getLogger(__name__)
+
+SNAPSHOT_VERSION = 3
+BATCH_COMMIT_IDENTIFIER = 2**63 - 1
+_SNAPSHOT_NAME = re.compile(r"^snapshot-(\d+)$")
+
+COMMIT_KINDS = ("APPEND", "COMPACT", "OVERWRITE", "ANALYZE")
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """One committed version of a table."""
+
+    id: int
+    schema_id: int
+    base_manifest_list: str
+    delta_manifest_list: str
+    commit_user: str
+    commit_identifier: int
+    commit_kind: str
+    time_millis: int
+    total_record_count: int
+    delta_record_count: int
+    base_manifest_list_size: int | None = None
+    delta_manifest_list_size: int | None = None
+    changelog_manifest_list: str | None = None
+    changelog_manifest_list_size: int | None = None
+    index_manifest: str | None = None
+    changelog_record_count: int | None = None
+    watermark: int | None = None
+    statistics: str | None = None
+    properties: Mapping[str, str] | None = None
+    next_row_id: int | None = None
+    uuid: str | None = None
+    writer_version: str | None = None
+    version: int = SNAPSHOT_VERSION
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    _JSON_FIELDS = (
+        ("version", "version"), ("id", "id"), ("schemaId", "schema_id"),
+        ("baseManifestList", "base_manifest_list"),
+        ("baseManifestListSize", "base_manifest_list_size"),
+        ("deltaManifestList", "delta_manifest_list"),
+        ("deltaManifestListSize", "delta_manifest_list_size"),
+        ("changelogManifestList", "changelog_manifest_list"),
+        ("changelogManifestListSize", "changelog_manifest_list_size"),
+        ("indexManifest", "index_manifest"), ("commitUser", "commit_user"),
+        ("commitIdentifier", "commit_identifier"), ("commitKind", "commit_kind"),
+        ("timeMillis", "time_millis"), ("totalRecordCount", "total_record_count"),
+        ("deltaRecordCount", "delta_record_count"), ("changelogRecordCount", "changelog_record_count"),
+        ("watermark", "watermark"), ("statistics", "statistics"), ("properties", "properties"),
+        ("nextRowId", "next_row_id"), ("uuid", "uuid"), ("writerVersion", "writer_version"),
+    )
+    _REQUIRED = ("id", "schemaId", "baseManifestList", "deltaManifestList", "commitUser",
+                 "commitIdentifier", "commitKind", "timeMillis")
+
+    def to_json(self) -> str:
+        doc: dict[str, Any] = {}
+        for json_name, attr in self._JSON_FIELDS:
+            value = getattr(self, attr)
+            if value is not None:
+                doc[json_name] = dict(value) if isinstance(value, Mapping) else value
+        doc.update(self.extra)
+        return json.dumps(doc, indent=2, ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str | bytes, *, source: str = "snapshot") -> Snapshot:
+        try:
+            doc = json.loads(text)
+            missing = [k for k in cls._REQUIRED if k not in doc]
+            if missing:
+                raise KeyError(", ".join(missing))
+            known = {json_name for json_name, _ in cls._JSON_FIELDS}
+            values = {attr: doc.get(json_name) for json_name, attr in cls._JSON_FIELDS}
+            values["version"] = int(doc.get("version", 1))
+            values["total_record_count"] = int(doc.get("totalRecordCount") or 0)
+            values["delta_record_count"] = int(doc.get("deltaRecordCount") or 0)
+            extra = {k: v for k, v in doc.items() if k not in known}
+            return cls(**values, extra=extra)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise CorruptMetadataError(f"cannot parse {source}: {exc}") from exc
+
+
+class SnapshotStore:
+    """Reads, lists and atomically publishes the snapshots of one table."""
+
+    def __init__(self, file_io: FileIO, paths: TablePaths, table: str) -> None:
+        self.file_io = file_io
+        self.paths = paths
+        self.table = table
+
+    def snapshot(self, snapshot_id: int) -> Snapshot:
+        path = self.paths.snapshot_file(snapshot_id)
+        try:
+            text = self.file_io.read_bytes(path)
+        except FileNotFoundError:
+            raise SnapshotNotFoundError(f"snapshot {snapshot_id} of table {self.table} does not "
+                                        "exist (expired or never committed)") from None
+        return Snapshot.from_json(text, source=path)
+
+    def exists(self, snapshot_id: int) -> bool:
+        return self.file_io.exists(self.paths.snapshot_file(snapshot_id))
+
+    def snapshot_ids(self) -> list[int]:
+        """Every snapshot id present on storage, ascending (a directory listing)."""
+        ids = []
+        for status in self.file_io.list_dir(self.paths.snapshot_dir):
+            match = _SNAPSHOT_NAME.match(status.name)
+            if match:
+                ids.append(int(match.group(1)))
+        return sorted(ids)
+
+    def _hint(self, path: str) -> int | None:
+        try:
+            return int(self.file_io.read_text(path).strip())
+        except (FileNotFoundError, ValueError):
+            return None
+
+    def latest_id(self) -> int | None:
+        hint = self._hint(self.paths.latest_hint)
+        if hint is not None and self.exists(hint) and not self.exists(hint + 1):
+            return hint
+        ids = self.snapshot_ids()
+        return ids[-1] if ids else None
+
+    def earliest_id(self) -> int | None:
+        hint = self._hint(self.paths.earliest_hint)
+        if hint is not None and self.exists(hint) and not self.exists(hint - 1):
+            return hint
+        ids = self.snapshot_ids()
+        return ids[0] if ids else None
+
+    def latest(self) -> Snapshot | None:
+        latest_id = self.latest_id()
+        return self.snapshot(latest_id) if latest_id is not None else None
+
+    def snapshots(self) -> Iterator[Snapshot]:
+        """Every snapshot, oldest first."""
+        for snapshot_id in self.snapshot_ids():
+            try:
+                yield self.snapshot(snapshot_id)
+            except SnapshotNotFoundError:
+                continue  # expired while listing
+
+    def at_or_before(self, timestamp_ms: int) -> Snapshot:
+        """The newest snapshot committed at or before ``timestamp_ms`` (binary search)."""
+        earliest, latest = self.earliest_id(), self.latest_id()
+        if earliest is None or latest is None:
+            raise SnapshotNotFoundError(f"table {self.table} has no snapshots")
+        found: Snapshot | None = None
+        low, high = earliest, latest
+        while low <= high:
+            middle = (low + high) // 2
+            candidate = self.snapshot(middle)
+            if candidate.time_millis <= timestamp_ms:
+                found, low = candidate, middle + 1
+            else:
+                high = middle - 1
+        if found is None:
+            raise SnapshotNotFoundError(
+                f"table {self.table} has no snapshot at or before timestamp {timestamp_ms} "
+                f"(the earliest retained snapshot is {earliest})")
+        return found
+
+    def try_publish(self, snapshot: Snapshot) -> bool:
+        """Create ``snapshot-N`` if absent; True when this call created it."""
+        created = self.file_io.create_if_absent(self.paths.snapshot_file(snapshot.id),
+                                                snapshot.to_json().encode("utf-8"))
+        if created:
+            self.write_latest_hint(snapshot.id)
+        return created
+
+    def write_latest_hint(self, snapshot_id: int) -> None:
+        """Best effort: a stale or missing hint only costs a directory listing."""
+        try:
+            self.file_io.write_bytes(self.paths.latest_hint, str(snapshot_id).encode())
+        except OSError as exc:
+            log.warning("could not update LATEST hint of %s: %s", self.table, exc)

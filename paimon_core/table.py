@@ -1,0 +1,397 @@
+"""The table facade: writes, reads, time travel and metadata of one Paimon table."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from paimon_core.binary_row import arrow_scalar_to_internal
+from paimon_core.commit import FileStoreCommit, Overwrite
+from paimon_core.errors import SchemaError, SnapshotNotFoundError, UnsupportedFeatureError
+from paimon_core.fileio import FileIO
+from paimon_core.layout import TablePaths
+from paimon_core.manifest import ManifestEntry
+from paimon_core.names import Identifier
+from paimon_core.options import TableOptions
+from paimon_core.read.predicate import Predicate, parse_filter
+from paimon_core.read.scan import DataSplit, PartitionDecoder, TableScan, live_entries
+from paimon_core.read.split_read import SplitReader
+from paimon_core.schema import SchemaChange, TableSchema, apply_changes
+from paimon_core.schema_store import SchemaStore
+from paimon_core.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotStore
+from paimon_core.write.append_writer import AppendWriter
+from paimon_core.write.conform import check_partition_values, conform, iter_input
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+log = logging.getLogger(__name__)
+
+OverwriteArg = bool | Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class FileInfo:
+    """One live data file, as listed by ``paimon files``."""
+
+    partition: str
+    bucket: int
+    level: int
+    file_name: str
+    row_count: int
+    file_size: int
+    schema_id: int
+
+
+class Table:
+    """A Paimon table in a filesystem catalog; obtain it from :class:`paimon_core.Catalog`."""
+
+    def __init__(self, file_io: FileIO, identifier: Identifier, path: str) -> None:
+        self.file_io = file_io
+        self.identifier = identifier
+        self.path = path
+        self.paths = TablePaths(path)
+        self.name = str(identifier)
+        self.schemas = SchemaStore(file_io, self.paths, self.name)
+        self.snapshot_store = SnapshotStore(file_io, self.paths, self.name)
+
+    def __repr__(self) -> str:
+        return f"Table({self.name!r}, {self.file_io.uri(self.path)!r})"
+
+    # ---- metadata ------------------------------------------------------------------------
+
+    @property
+    def schema(self) -> TableSchema:
+        """The current (latest) schema version."""
+        return self.schemas.latest()
+
+    @property
+    def options(self) -> TableOptions:
+        return TableOptions.from_map(self.schema.effective_options(), table=self.name)
+
+    @property
+    def arrow_schema(self) -> pa.Schema:
+        return self.schema.arrow_schema()
+
+    @property
+    def uri(self) -> str:
+        return self.file_io.uri(self.path)
+
+    def latest_snapshot(self) -> Snapshot | None:
+        return self.snapshot_store.latest()
+
+    def snapshot(self, snapshot_id: int) -> Snapshot:
+        return self.snapshot_store.snapshot(snapshot_id)
+
+    def snapshots(self) -> list[Snapshot]:
+        """Every retained snapshot, oldest first."""
+        return list(self.snapshot_store.snapshots())
+
+    def tag(self, name: str) -> Snapshot:
+        """The snapshot a tag points at (it survives the expiry of the snapshot itself)."""
+        path = self.paths.tag_file(name)
+        try:
+            return Snapshot.from_json(self.file_io.read_bytes(path), source=path)
+        except FileNotFoundError:
+            raise SnapshotNotFoundError(f"tag {name!r} of table {self.name} does not exist") from None
+
+    def alter(self, changes: Sequence[SchemaChange]) -> TableSchema:
+        """Apply schema changes as one new schema version."""
+        evolved = apply_changes(self.schema, changes, table=self.name)
+        self.schemas.commit(evolved)
+        log.info("table %s evolved to schema %d", self.name, evolved.id)
+        return evolved
+
+    def files(self, snapshot_id: int | None = None) -> list[FileInfo]:
+        """Live data files of a snapshot (default the latest)."""
+        snapshot = self._resolve_snapshot(snapshot_id, None, None)
+        if snapshot is None:
+            return []
+        schema = self.schemas.schema(snapshot.schema_id)
+        decode = PartitionDecoder(schema.partition_types)
+        out = []
+        for entry in live_entries(self.file_io, self.paths, snapshot):
+            values = decode(entry.partition)
+            partition = ",".join(f"{k}={v}" for k, v in zip(schema.partition_keys, values))
+            f = entry.file
+            out.append(FileInfo(partition, entry.bucket, f.level, f.file_name, f.row_count,
+                                f.file_size, f.schema_id))
+        return out
+
+    # ---- writing ------------------------------------------------------------------------
+
+    def new_write(self, *, commit_user: str | None = None, commit_identifier: int | None = None,
+                  overwrite: OverwriteArg = False,
+                  properties: Mapping[str, str] | None = None) -> TableWrite:
+        """A writer that takes many batches into one atomic commit.
+
+        Args:
+            commit_user: stable writer identity; with ``commit_identifier`` it makes a re-run
+                of the same commit (after a crash or a retried job) a no-op.
+            commit_identifier: increasing id of this commit for ``commit_user``.
+            overwrite: False to append, True for dynamic partition overwrite (or the whole table
+                when ``dynamic-partition-overwrite`` is false), or a ``{column: value}`` map of
+                the partition to replace.
+            properties: string properties stored in the snapshot.
+        """
+        return TableWrite(self, commit_user=commit_user, commit_identifier=commit_identifier,
+                          overwrite=overwrite, properties=properties)
+
+    def write(self, data: Any, *, overwrite: OverwriteArg = False,
+              commit_user: str | None = None, commit_identifier: int | None = None,
+              properties: Mapping[str, str] | None = None) -> int | None:
+        """Write ``data`` (Arrow table/batches/reader, pandas) as one atomic commit.
+
+        Returns:
+            The new snapshot id, or None when nothing was written (empty input).
+        """
+        with self.new_write(commit_user=commit_user, commit_identifier=commit_identifier,
+                            overwrite=overwrite, properties=properties) as writer:
+            writer.write(data)
+            return writer.commit()
+
+    # ---- reading -------------------------------------------------------------------------
+
+    def plan(self, *, filter: Any = None, snapshot_id: int | None = None,
+             timestamp_ms: int | None = None, tag: str | None = None) -> list[DataSplit]:
+        """The splits a read with these arguments would read (after pruning)."""
+        snapshot, schema = self._read_target(snapshot_id, timestamp_ms, tag)
+        if snapshot is None:
+            return []
+        predicate, _ = self._filters(filter, schema)
+        return TableScan(self.file_io, self.paths, self.schemas, snapshot, schema, predicate).plan()
+
+    def to_batches(self, columns: Sequence[str] | None = None, filter: Any = None, *,
+                   snapshot_id: int | None = None, timestamp_ms: int | None = None,
+                   tag: str | None = None, batch_size: int = 65536) -> pa.RecordBatchReader:
+        """A streaming reader: memory is bounded by one row group, whatever the table size."""
+        snapshot, schema = self._read_target(snapshot_id, timestamp_ms, tag)
+        reader = self._reader(schema, columns, filter)
+        splits = self._splits(snapshot, schema, reader)
+        return pa.RecordBatchReader.from_batches(reader.output_schema,
+                                                 reader.iter_batches(splits, batch_size))
+
+    def read(self, columns: Sequence[str] | None = None, filter: Any = None, *,
+             snapshot_id: int | None = None, timestamp_ms: int | None = None,
+             tag: str | None = None) -> pa.Table:
+        """Read the table (or a snapshot, timestamp or tag of it) as one Arrow table.
+
+        Args:
+            columns: projection; default every column.
+            filter: DNF tuples ``[("dt", "=", "2024-01-01"), ("id", ">", 5)]`` (used to prune
+                partitions and files, then applied exactly), or a ``pyarrow.compute.Expression``.
+        """
+        snapshot, schema = self._read_target(snapshot_id, timestamp_ms, tag)
+        reader = self._reader(schema, columns, filter)
+        splits = self._splits(snapshot, schema, reader)
+        tables = [t for t in reader.read_splits(splits) if t.num_rows]
+        if not tables:
+            return reader.output_schema.empty_table()
+        return pa.concat_tables(tables)
+
+    def to_pandas(self, columns: Sequence[str] | None = None, filter: Any = None, *,
+                  snapshot_id: int | None = None, timestamp_ms: int | None = None,
+                  tag: str | None = None) -> pd.DataFrame:
+        return self.read(columns, filter, snapshot_id=snapshot_id, timestamp_ms=timestamp_ms,
+                         tag=tag).to_pandas()
+
+    def _reader(self, schema: TableSchema, columns: Sequence[str] | None, filter: Any) -> SplitReader:
+        predicate, expression = self._filters(filter, schema)
+        return SplitReader(self.file_io, self.paths, self.schemas, schema, columns=columns,
+                           predicate=predicate, expression=expression, table=self.name)
+
+    def _splits(self, snapshot: Snapshot | None, schema: TableSchema,
+                reader: SplitReader) -> list[DataSplit]:
+        if snapshot is None:
+            return []
+        self._refuse_primary_key(schema, "reading")
+        return TableScan(self.file_io, self.paths, self.schemas, snapshot, schema,
+                         reader.predicate).plan()
+
+    def _filters(self, filter: Any, schema: TableSchema) -> tuple[Predicate | None, pc.Expression | None]:
+        if isinstance(filter, pc.Expression):
+            return None, filter
+        return parse_filter(filter, schema, self.name), None
+
+    def _read_target(self, snapshot_id: int | None, timestamp_ms: int | None,
+                     tag: str | None) -> tuple[Snapshot | None, TableSchema]:
+        snapshot = self._resolve_snapshot(snapshot_id, timestamp_ms, tag)
+        travelled = snapshot_id is not None or timestamp_ms is not None or tag is not None
+        if snapshot is not None and travelled:
+            return snapshot, self.schemas.schema(snapshot.schema_id)
+        return snapshot, self.schema
+
+    def _resolve_snapshot(self, snapshot_id: int | None, timestamp_ms: int | None,
+                          tag: str | None) -> Snapshot | None:
+        chosen = [x for x in (snapshot_id, timestamp_ms, tag) if x is not None]
+        if len(chosen) > 1:
+            raise SchemaError("pass at most one of snapshot_id, timestamp_ms and tag")
+        if snapshot_id is not None:
+            return self.snapshot_store.snapshot(snapshot_id)
+        if timestamp_ms is not None:
+            return self.snapshot_store.at_or_before(timestamp_ms)
+        if tag is not None:
+            return self.tag(tag)
+        return self.snapshot_store.latest()
+
+    def _refuse_primary_key(self, schema: TableSchema, action: str) -> None:
+        if schema.primary_keys:
+            raise UnsupportedFeatureError(
+                f"{action} primary-key table {self.name} is not supported yet")
+
+
+class TableWrite:
+    """Streams batches into data files and commits them atomically (see :meth:`Table.new_write`).
+
+    Used as a context manager, leaving the block without :meth:`commit` (or with an
+    exception) aborts: every file written is deleted and the table is unchanged.
+    """
+
+    def __init__(self, table: Table, *, commit_user: str | None, commit_identifier: int | None,
+                 overwrite: OverwriteArg, properties: Mapping[str, str] | None) -> None:
+        self.table = table
+        self.schema = table.schema
+        self.options = TableOptions.from_map(self.schema.effective_options(), table=table.name)
+        table._refuse_primary_key(self.schema, "writing")
+        prefix = self.options.commit_user_prefix
+        self.commit_user = commit_user or (f"{prefix}_" if prefix else "") + str(uuid.uuid4())
+        self.commit_identifier = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier
+        self.overwrite = self._overwrite_spec(overwrite)
+        self.properties = properties
+        self._static = self._static_filter()
+        self._writer = AppendWriter(table.file_io, table.paths, self.schema, self.options,
+                                    next_sequence=self._restore_sequence() if self.options.bucket > 0 else None)
+        self._closed = False
+
+    def _overwrite_spec(self, overwrite: OverwriteArg) -> Overwrite | None:
+        if overwrite is False or overwrite is None:
+            return None
+        if overwrite is True:
+            dynamic = self.options.dynamic_partition_overwrite and self.schema.partition_keys
+            return Overwrite("dynamic" if dynamic else "table")
+        spec = dict(overwrite)
+        keys = list(self.schema.partition_keys)
+        unknown = [k for k in spec if k not in keys]
+        if unknown:
+            raise SchemaError(f"overwrite spec {spec} of table {self.table.name} names "
+                              f"{unknown}, which are not partition keys {keys}")
+        if not spec:
+            return Overwrite("table")
+        internal = {}
+        for key, value in spec.items():
+            data_type = self.schema.field(key).type
+            try:
+                scalar = pa.scalar(value).cast(self.table.arrow_schema.field(key).type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+                raise SchemaError(f"overwrite value {value!r} does not fit partition column "
+                                  f"{key!r} of table {self.table.name}: {exc}") from None
+            internal[key] = arrow_scalar_to_internal(scalar, data_type)
+        return Overwrite("static", internal)
+
+    def _static_filter(self) -> pc.Expression | None:
+        if self.overwrite is None or self.overwrite.mode != "static" or not self.overwrite.partition:
+            return None
+        arrow = self.table.arrow_schema
+        expression = None
+        for key, value in self.overwrite.partition.items():
+            term = pc.field(key) == _internal_scalar(value, arrow.field(key).type)
+            expression = term if expression is None else expression & term
+        return expression
+
+    def _restore_sequence(self) -> Any:
+        """Next sequence number per (partition, bucket) of a fixed-bucket table."""
+        latest = self.table.snapshot_store.latest()
+        highest: dict[tuple[bytes, int], int] = {}
+        if latest is not None:
+            entry: ManifestEntry
+            for entry in live_entries(self.table.file_io, self.table.paths, latest):
+                key = (entry.partition, entry.bucket)
+                highest[key] = max(highest.get(key, -1), entry.file.max_sequence_number)
+        return lambda partition, bucket: highest.get((partition, bucket), -1) + 1
+
+    def write(self, data: Any) -> None:
+        """Add rows; they become visible only when :meth:`commit` succeeds."""
+        if self._closed:
+            raise SchemaError(f"this writer of table {self.table.name} is already closed")
+        try:
+            for batch in iter_input(data):
+                conformed = conform(batch, self.schema, self.table.name)
+                check_partition_values(conformed, self.schema, self.table.name)
+                self._check_static(conformed)
+                self._writer.write(conformed)
+        except BaseException:
+            self.abort()
+            raise
+
+    def _check_static(self, data: pa.Table) -> None:
+        if self._static is None or data.num_rows == 0:
+            return
+        outside = data.filter(~self._static)
+        if outside.num_rows:
+            row = outside.slice(0, 1).to_pylist()[0]
+            spec = {k: row[k] for k in self.schema.partition_keys}
+            raise SchemaError(f"row with partition {spec} does not belong to the overwritten "
+                              f"partition {self.overwrite.partition if self.overwrite else {}} "
+                              f"of table {self.table.name}")
+
+    def commit(self) -> int | None:
+        """Commit everything written; returns the snapshot id (None if nothing to commit)."""
+        if self._closed:
+            raise SchemaError(f"this writer of table {self.table.name} is already closed")
+        committer = FileStoreCommit(self.table.file_io, self.table.paths, self.schema, self.options,
+                                    table=self.table.name, commit_user=self.commit_user)
+        try:
+            if self.commit_identifier != BATCH_COMMIT_IDENTIFIER:
+                done = committer.find_committed(self.commit_identifier)
+                if done is not None:
+                    log.info("commit %d of %s by %s already landed as snapshot %d; skipping",
+                             self.commit_identifier, self.table.name, self.commit_user, done)
+                    self.abort()
+                    return done
+            messages = self._writer.prepare_commit()
+        except BaseException:
+            self.abort()
+            raise
+        self._closed = True
+        return committer.commit(messages, commit_identifier=self.commit_identifier,
+                                overwrite=self.overwrite, properties=self.properties)
+
+    def abort(self) -> None:
+        """Discard everything written and not committed."""
+        self._writer.abort()
+        self._closed = True
+
+    def __enter__(self) -> TableWrite:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if not self._closed:
+            if exc_type is None:
+                log.warning("writer of %s left without commit(); its files are discarded",
+                            self.table.name)
+            self.abort()
+
+    @property
+    def rows_written(self) -> int:
+        return self._writer.rows_written
+
+
+def _internal_scalar(value: Any, arrow_type: pa.DataType) -> pa.Scalar:
+    """Arrow scalar of an internal partition value (DATE days, TIMESTAMP nanos, ...)."""
+    if pa.types.is_date(arrow_type):
+        return pa.scalar(value, pa.int32()).cast(arrow_type)
+    if pa.types.is_timestamp(arrow_type):
+        factor = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}[arrow_type.unit]
+        return pa.scalar(value // factor, pa.int64()).cast(arrow_type)
+    if pa.types.is_time(arrow_type):
+        return pa.scalar(value, pa.int32()).cast(arrow_type)
+    return pa.scalar(value, arrow_type)
+

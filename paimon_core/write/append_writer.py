@@ -1,0 +1,125 @@
+"""The append-table writer: buffers routed rows within ``write-buffer-size`` and rolls files.
+
+Rows of every (partition, bucket) are buffered together; when the buffered bytes pass the
+budget the largest buffers are written out as row groups of their open file, so memory stays
+bounded however much one commit carries.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from paimon_core.fileio import FileIO
+from paimon_core.layout import TablePaths
+from paimon_core.options import TableOptions
+from paimon_core.schema import TableSchema
+from paimon_core.write.data_file import RollingFileWriter
+from paimon_core.write.message import CommitMessage
+from paimon_core.write.routing import Partition, Router
+
+log = logging.getLogger(__name__)
+
+SequenceRestore = Callable[[bytes, int], int]
+# Rows are routed in slices of about this many bytes so one huge input table is not copied whole.
+_ROUTE_CHUNK_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(slots=True)
+class _Buffer:
+    partition: Partition
+    bucket: int
+    chunks: list[pa.Table] = field(default_factory=list)
+    nbytes: int = 0
+
+
+class AppendWriter:
+    """Writes conformed Arrow tables of an append-only table into data files."""
+
+    def __init__(self, file_io: FileIO, paths: TablePaths, schema: TableSchema,
+                 options: TableOptions, *, next_sequence: SequenceRestore | None = None) -> None:
+        self.file_io = file_io
+        self.paths = paths
+        self.schema = schema
+        self.options = options
+        self.router = Router(schema, options)
+        self.total_buckets = options.bucket
+        self._next_sequence = next_sequence
+        self._buffers: dict[tuple[bytes, int], _Buffer] = {}
+        self._writers: dict[tuple[bytes, int], tuple[Partition, RollingFileWriter]] = {}
+        self._buffered = 0
+        self.rows_written = 0
+
+    def write(self, table: pa.Table) -> None:
+        """Buffer a table already conformed to the schema; may flush to files."""
+        if table.num_rows == 0:
+            return
+        rows_per_chunk = max(1, int(table.num_rows * _ROUTE_CHUNK_BYTES / max(table.nbytes, 1)))
+        for offset in range(0, table.num_rows, rows_per_chunk):
+            self._buffer(table.slice(offset, rows_per_chunk))
+        self.rows_written += table.num_rows
+
+    def _buffer(self, table: pa.Table) -> None:
+        for partition, bucket, rows in self.router.route(table):
+            key = (partition.row, bucket)
+            buffer = self._buffers.get(key)
+            if buffer is None:
+                buffer = self._buffers[key] = _Buffer(partition, bucket)
+            buffer.chunks.append(rows)
+            buffer.nbytes += rows.nbytes
+            self._buffered += rows.nbytes
+        limit = self.options.write_buffer_size
+        if self._buffered > limit:
+            for key in sorted(self._buffers, key=lambda k: -self._buffers[k].nbytes):
+                self._flush(key)
+                if self._buffered <= limit // 2:
+                    break
+
+    def _flush(self, key: tuple[bytes, int]) -> None:
+        buffer = self._buffers.pop(key, None)
+        if buffer is None or not buffer.chunks:
+            return
+        data = pa.concat_tables(buffer.chunks) if len(buffer.chunks) > 1 else buffer.chunks[0]
+        self._buffered -= buffer.nbytes
+        self._writer(buffer.partition, buffer.bucket).write(data)
+
+    def _writer(self, partition: Partition, bucket: int) -> RollingFileWriter:
+        key = (partition.row, bucket)
+        entry = self._writers.get(key)
+        if entry is None:
+            first = self._next_sequence(partition.row, bucket) if self._next_sequence else 0
+            writer = RollingFileWriter(
+                self.file_io, self.paths.bucket_dir(partition.path, bucket), self.schema.fields,
+                schema_id=self.schema.id, options=self.options,
+                target_size=self.options.target_file_size_for(primary_key=False),
+                prefix=self.options.data_file_prefix, first_sequence=first)
+            entry = self._writers[key] = (partition, writer)
+        return entry[1]
+
+    def prepare_commit(self) -> list[CommitMessage]:
+        """Flush everything and close all files; the writer can be reused afterwards."""
+        for key in list(self._buffers):
+            self._flush(key)
+        messages = []
+        for (_, bucket), (partition, writer) in self._writers.items():
+            files = writer.close()
+            if files:
+                messages.append(CommitMessage(partition, bucket, self.total_buckets, tuple(files)))
+        self._writers.clear()
+        return messages
+
+    def abort(self) -> None:
+        """Delete every file written since the last prepare_commit and drop buffers."""
+        for _, writer in self._writers.values():
+            writer.abort()
+        self._writers.clear()
+        self._buffers.clear()
+        self._buffered = 0
+
+    @property
+    def buffered_bytes(self) -> int:
+        return self._buffered
+

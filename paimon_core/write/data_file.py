@@ -1,0 +1,163 @@
+"""Data files: writing Arrow chunks as Parquet/ORC row groups, rolled at ``target-file-size``."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.orc as orc
+import pyarrow.parquet as pq
+
+from paimon_core.fileio import FileIO
+from paimon_core.manifest import DataFileMeta
+from paimon_core.options import TableOptions
+from paimon_core.stats import StatsCollector
+from paimon_core.types import DataField, arrow_schema
+
+log = logging.getLogger(__name__)
+
+
+def local_now_millis() -> int:
+    """Wall-clock local time encoded as if it were UTC, as Paimon stores creation times."""
+    now = time.time()
+    offset = time.localtime(now).tm_gmtoff
+    return int((now + offset) * 1000)
+
+
+class _FormatWriter:
+    """One open data file of a given format."""
+
+    def __init__(self, sink: pa.NativeFile, schema: pa.Schema, options: TableOptions) -> None:
+        self.sink = sink
+        self.format = options.file_format
+        compression = options.file_compression
+        if compression in ("none", "uncompressed"):
+            compression = "none" if self.format == "parquet" else "uncompressed"
+        if self.format == "parquet":
+            level = options.file_compression_zstd_level if compression == "zstd" else None
+            self._parquet = pq.ParquetWriter(sink, schema, compression=compression,
+                                             compression_level=level, version="2.6",
+                                             write_statistics=True, write_page_index=True)
+        else:
+            self._time_columns = [i for i, f in enumerate(schema) if pa.types.is_time(f.type)]
+            self._orc = orc.ORCWriter(sink, compression=compression.upper()
+                                      if compression != "uncompressed" else "UNCOMPRESSED")
+
+    def write(self, table: pa.Table) -> None:
+        if self.format == "parquet":
+            self._parquet.write_table(table, row_group_size=max(table.num_rows, 1))
+        else:
+            for i in self._time_columns:  # ORC has no TIME type: Paimon stores millis as INT
+                table = table.set_column(i, table.field(i).name, table.column(i).cast(pa.int32()))
+            self._orc.write(table)
+
+    def close(self) -> None:
+        if self.format == "parquet":
+            self._parquet.close()
+        else:
+            self._orc.close()
+        self.sink.close()
+
+    @property
+    def bytes_written(self) -> int:
+        return int(self.sink.tell())
+
+
+@dataclass(slots=True)
+class _OpenFile:
+    name: str
+    path: str
+    writer: _FormatWriter
+    stats: StatsCollector
+    rows: int = 0
+    min_sequence: int = 0
+
+
+class RollingFileWriter:
+    """Writes the chunks of one (partition, bucket) into data files rolled at the target size.
+
+    Each :meth:`write` call becomes one row group. Files are closed once they pass
+    ``target_size``; :meth:`close` returns the metadata of every file written, and
+    :meth:`abort` deletes them all (used when a write fails before its commit).
+    """
+
+    def __init__(self, file_io: FileIO, directory: str, fields: Sequence[DataField], *,
+                 schema_id: int, options: TableOptions, target_size: int,
+                 prefix: str, first_sequence: int = 0) -> None:
+        self.file_io = file_io
+        self.directory = directory
+        self.fields = list(fields)
+        self.schema = arrow_schema(self.fields, with_ids=True)
+        self.schema_id = schema_id
+        self.options = options
+        self.target_size = target_size
+        self.prefix = f"{prefix}{uuid.uuid4()}-"
+        self.next_sequence = first_sequence
+        self._counter = 0
+        self._current: _OpenFile | None = None
+        self.files: list[DataFileMeta] = []
+        self._paths: list[str] = []
+
+    def write(self, table: pa.Table) -> None:
+        if table.num_rows == 0:
+            return
+        current = self._current or self._open()
+        table = table.replace_schema_metadata(None).cast(self.schema)
+        current.writer.write(table)
+        current.stats.update(table)
+        current.rows += table.num_rows
+        if current.writer.bytes_written >= self.target_size:
+            self._roll()
+
+    def _open(self) -> _OpenFile:
+        name = f"{self.prefix}{self._counter}.{self.options.file_format}"
+        self._counter += 1
+        path = f"{self.directory}/{name}"
+        self._paths.append(path)
+        sink = self.file_io.open_output(path)
+        self._current = _OpenFile(name, path, _FormatWriter(sink, self.schema, self.options),
+                                  StatsCollector(self.fields, self.options),
+                                  min_sequence=self.next_sequence)
+        return self._current
+
+    def _roll(self) -> None:
+        current = self._current
+        if current is None:
+            return
+        self._current = None
+        current.writer.close()
+        value_stats, stats_cols = current.stats.result()
+        size = self.file_io.file_size(current.path)
+        max_sequence = current.min_sequence + current.rows - 1
+        self.next_sequence = max_sequence + 1
+        self.files.append(DataFileMeta(
+            file_name=current.name, file_size=size, row_count=current.rows,
+            value_stats=value_stats, min_sequence_number=current.min_sequence,
+            max_sequence_number=max_sequence, schema_id=self.schema_id, level=0,
+            creation_time_ms=local_now_millis(), delete_row_count=0,
+            value_stats_cols=stats_cols))
+        log.debug("wrote %s: %d rows, %d bytes", current.path, current.rows, size)
+
+    def close(self) -> list[DataFileMeta]:
+        self._roll()
+        return self.files
+
+    def abort(self) -> None:
+        """Delete every file this writer created, closed or not."""
+        if self._current is not None:
+            try:
+                self._current.writer.close()
+            except (OSError, pa.ArrowException):
+                pass
+            self._current = None
+        for path in self._paths:
+            self.file_io.delete_quietly(path)
+        self.files.clear()
+
+    @property
+    def written_paths(self) -> list[str]:
+        return list(self._paths)
