@@ -51,6 +51,8 @@ class _FormatWriter:
         if self.format == "parquet":
             self._parquet.write_table(table, row_group_size=max(table.num_rows, 1))
         else:
+            # pyarrow's ORC writer ignores the offset of sliced struct children: copy first.
+            table = table.take(pa.array(range(table.num_rows), pa.int64()))
             for i in self._time_columns:  # ORC has no TIME type: Paimon stores millis as INT
                 table = table.set_column(i, table.field(i).name, table.column(i).cast(pa.int32()))
             self._orc.write(table)

@@ -1,0 +1,105 @@
+"""The ``paimon`` command line: inspect a warehouse's tables, snapshots and files."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import sys
+from collections.abc import Sequence
+
+from paimon_core.catalog import Catalog
+from paimon_core.errors import PaimonError
+
+
+def _format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A plain-text table with aligned columns."""
+    cells = [[str(h) for h in headers]] + [["" if v is None else str(v) for v in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _time(millis: int) -> str:
+    return datetime.datetime.fromtimestamp(millis / 1000, tz=datetime.timezone.utc).strftime(
+        "%Y-%m-%d %H:%M:%S UTC")
+
+
+def cmd_tables(catalog: Catalog, args: argparse.Namespace) -> str:
+    databases = [args.database] if args.database else catalog.list_databases()
+    rows = []
+    for database in databases:
+        for name in catalog.list_tables(database):
+            table = catalog.get_table(f"{database}.{name}")
+            latest = table.latest_snapshot()
+            rows.append((f"{database}.{name}", ",".join(table.schema.partition_keys) or "-",
+                         latest.id if latest else "-", latest.total_record_count if latest else 0))
+    return _format_table(("table", "partitioned by", "snapshot", "records"), rows)
+
+
+def cmd_snapshots(catalog: Catalog, args: argparse.Namespace) -> str:
+    table = catalog.get_table(args.table)
+    rows = [(s.id, s.commit_kind, _time(s.time_millis), s.schema_id, s.delta_record_count,
+             s.total_record_count, s.commit_user) for s in table.snapshots()]
+    return _format_table(("id", "kind", "committed", "schema", "delta records", "total records",
+                          "commit user"), rows)
+
+
+def cmd_files(catalog: Catalog, args: argparse.Namespace) -> str:
+    table = catalog.get_table(args.table)
+    files = sorted(table.files(args.snapshot), key=lambda f: (f.partition, f.bucket, f.level, f.file_name))
+    rows = [(f.partition or "-", f.bucket, f.level, f.row_count, f.file_size, f.file_name) for f in files]
+    return _format_table(("partition", "bucket", "level", "rows", "bytes", "file"), rows)
+
+
+def cmd_read(catalog: Catalog, args: argparse.Namespace) -> str:
+    table = catalog.get_table(args.table)
+    columns = args.columns.split(",") if args.columns else None
+    reader = table.to_batches(columns, snapshot_id=args.snapshot)
+    rows: list[dict[str, object]] = []
+    for batch in reader:
+        rows.extend(batch.slice(0, args.limit - len(rows)).to_pylist())
+        if len(rows) >= args.limit:
+            break
+    headers = reader.schema.names
+    return _format_table(headers, [[row[h] for h in headers] for row in rows])
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="paimon", description="Inspect Paimon tables.")
+    parser.add_argument("--warehouse", default=os.environ.get("PAIMON_WAREHOUSE", "warehouse"),
+                        help="warehouse path or URL (default $PAIMON_WAREHOUSE or ./warehouse)")
+    commands = parser.add_subparsers(dest="command", required=True)
+    tables = commands.add_parser("tables", help="list tables with their latest snapshot")
+    tables.add_argument("database", nargs="?")
+    tables.set_defaults(run=cmd_tables)
+    snapshots = commands.add_parser("snapshots", help="list the snapshots of a table")
+    snapshots.add_argument("table", help="database.table")
+    snapshots.set_defaults(run=cmd_snapshots)
+    files = commands.add_parser("files", help="list the live data files of a table")
+    files.add_argument("table", help="database.table")
+    files.add_argument("--snapshot", type=int, default=None)
+    files.set_defaults(run=cmd_files)
+    read = commands.add_parser("read", help="print the first rows of a table")
+    read.add_argument("table", help="database.table")
+    read.add_argument("--limit", type=int, default=20)
+    read.add_argument("--columns", default=None, help="comma-separated projection")
+    read.add_argument("--snapshot", type=int, default=None)
+    read.set_defaults(run=cmd_read)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        catalog = Catalog(args.warehouse)
+        print(args.run(catalog, args))
+    except PaimonError as exc:
+        print(f"paimon: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
