@@ -105,9 +105,12 @@ def _low_bytes(value: int, root: str) -> bytes:
     return value.to_bytes(size, "little", signed=True).ljust(8, b"\0")
 
 
+_WIDE = decimal.Context(prec=80)
+
+
 def _unscaled(value: Any, scale: int) -> int:
     dec = value if isinstance(value, decimal.Decimal) else decimal.Decimal(str(value))
-    return int(dec.scaleb(scale).to_integral_value(rounding=decimal.ROUND_HALF_UP))
+    return int(dec.scaleb(scale, _WIDE).to_integral_value(rounding=decimal.ROUND_HALF_UP, context=_WIDE))
 
 
 def decode_row(data: bytes, types: Sequence[DataType]) -> tuple[Any, ...]:
@@ -143,7 +146,7 @@ def _decode_slot(row: bytes, slot: bytes, data_type: AtomicType) -> Any:
         else:
             offset, size = word >> 32, word & 0xFFFFFFFF
             unscaled = int.from_bytes(row[offset:offset + size], "big", signed=True)
-        return decimal.Decimal(unscaled).scaleb(-data_type.scale)
+        return decimal.Decimal(unscaled).scaleb(-data_type.scale, _WIDE)
     if root in ("TIMESTAMP", "TIMESTAMP_LTZ"):
         if _is_compact(data_type):
             return struct.unpack("<q", slot)[0] * _NANOS_PER_MILLI

@@ -136,11 +136,12 @@ class OptionSpec:
     default: Any
     doc: str
     parse: Callable[[str], Any]
+    shown: str | None = None  # the default as Paimon spells it, when not the plain value
 
 
-def opt(key: str, default: Any, doc: str, parse: Callable[[str], Any]) -> Any:
+def opt(key: str, default: Any, doc: str, parse: Callable[[str], Any], shown: str | None = None) -> Any:
     """Declare a TableOptions field bound to a Paimon option key."""
-    return field(default=default, metadata={"spec": OptionSpec(key, default, doc, parse)})
+    return field(default=default, metadata={"spec": OptionSpec(key, default, doc, parse, shown)})
 
 
 _FIELD_OPTION = re.compile(r"^fields\.(.+)\.([a-z-]+(?:\.[a-z-]+)*)$")
@@ -181,7 +182,7 @@ class TableOptions:
     # --- write path ----------------------------------------------------------------------
     write_buffer_size: int = opt("write-buffer-size", 256 * MiB,
                                  "Memory for buffered rows of one writer before they are flushed; "
-                                 "bounds write memory.", _at_least(1, parse_memory_size))
+                                 "bounds write memory.", _at_least(1, parse_memory_size), shown="256 mb")
     write_buffer_spillable: bool = opt("write-buffer-spillable", True,
                                        "Spill sorted runs to local disk instead of writing a file "
                                        "when the buffer is full.", _parse_bool)
@@ -254,9 +255,9 @@ class TableOptions:
     snapshot_num_retained_min: int = opt("snapshot.num-retained.min", 10,
                                          "Snapshots always kept by expiry.", _at_least(1))
     snapshot_num_retained_max: int = opt("snapshot.num-retained.max", INT_MAX,
-                                         "Hard cap on retained snapshots.", _at_least(1))
+                                         "Hard cap on retained snapshots.", _at_least(1), shown="Integer.MAX_VALUE")
     snapshot_time_retained_ms: int = opt("snapshot.time-retained", 3_600_000,
-                                         "Snapshots younger than this are kept.", parse_duration_ms)
+                                         "Snapshots younger than this are kept.", parse_duration_ms, shown="1 h")
     snapshot_expire_limit: int = opt("snapshot.expire.limit", 50,
                                      "Most snapshots expired in one run.", _at_least(1))
     changelog_num_retained_min: int | None = opt("changelog.num-retained.min", None,
@@ -270,13 +271,13 @@ class TableOptions:
                                                  parse_duration_ms)
     manifest_target_file_size: int = opt("manifest.target-file-size", 8 * MiB,
                                          "Rolling and merge size of manifest files.",
-                                         _at_least(1, parse_memory_size))
+                                         _at_least(1, parse_memory_size), shown="8 mb")
     manifest_merge_min_count: int = opt("manifest.merge-min-count", 30,
                                         "Small manifests in the tail before a minor merge.",
                                         _at_least(1))
     manifest_full_compaction_threshold_size: int = opt(
         "manifest.full-compaction-threshold-size", 16 * MiB,
-        "Size of must-change manifests that triggers a full manifest rewrite.", parse_memory_size)
+        "Size of must-change manifests that triggers a full manifest rewrite.", parse_memory_size, shown="16 mb")
     manifest_compression: str = opt("manifest.compression", "zstd",
                                     "Avro codec of manifests and manifest lists.",
                                     _choice("zstd", "null", "deflate", "snappy", "bzip2", "xz"))
@@ -300,9 +301,9 @@ class TableOptions:
                                         "Give up retrying after this long; default unlimited.",
                                         parse_duration_ms)
     commit_min_retry_wait_ms: int = opt("commit.min-retry-wait", 10,
-                                        "First backoff after a lost race.", parse_duration_ms)
+                                        "First backoff after a lost race.", parse_duration_ms, shown="10 ms")
     commit_max_retry_wait_ms: int = opt("commit.max-retry-wait", 10_000,
-                                        "Longest backoff between commit attempts.", parse_duration_ms)
+                                        "Longest backoff between commit attempts.", parse_duration_ms, shown="10 s")
     # --- reading and streaming -----------------------------------------------------------
     scan_mode: str = opt("scan.mode", "default", "Starting point of scans.",
                          _choice("default", "latest-full", "full", "latest", "compacted-full",
@@ -310,7 +311,7 @@ class TableOptions:
                                  "from-snapshot-full", "incremental"))
     continuous_discovery_interval_ms: int = opt("continuous.discovery-interval", 10_000,
                                                 "Poll interval of streaming reads.",
-                                                parse_duration_ms)
+                                                parse_duration_ms, shown="10 s")
     consumer_id: str | None = opt("consumer-id", None, "Streaming consumer whose progress is saved.",
                                   _parse_str)
     consumer_expiration_ms: int | None = opt("consumer.expiration-time", None,
@@ -402,7 +403,7 @@ def options_markdown() -> str:
     """A Markdown table of every supported option with its default and effect."""
     lines = ["| option | default | effect |", "|---|---|---|"]
     for spec in option_specs():
-        default = _render_default(spec.default)
+        default = f"`{spec.shown}`" if spec.shown else _render_default(spec.default)
         lines.append(f"| `{spec.key}` | {default} | {spec.doc} |")
     return "\n".join(lines)
 

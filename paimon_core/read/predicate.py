@@ -63,7 +63,8 @@ class Leaf:
             values = pa.array([s.as_py() for s in self.scalars], type=self.scalars[0].type) \
                 if self.scalars else pa.array([], type=pa.null())
             expression = column.isin(values)
-            return ~expression if op == "not in" else expression
+            # SQL semantics: NULL is neither IN nor NOT IN a list.
+            return (~expression & column.is_valid()) if op == "not in" else expression
         literal = self.scalars[0]
         return {"=": column == literal, "==": column == literal, "!=": column != literal,
                 "<": column < literal, "<=": column <= literal, ">": column > literal,
