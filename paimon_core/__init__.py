@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from paimon_core.version import __version__
-
-from paimon_core.catalog import Catalog  # noqa: E402
-from paimon_core.errors import PaimonError  # noqa: E402
-from paimon_core.schema import (  # noqa: E402
+from paimon_core.catalog import Catalog
+from paimon_core.errors import PaimonError
+from paimon_core.schema import (
     AddColumn,
     DropColumn,
     RemoveOption,
@@ -15,8 +13,9 @@ from paimon_core.schema import (  # noqa: E402
     UpdateColumnType,
     UpdateComment,
 )
-from paimon_core.snapshot import Snapshot  # noqa: E402
-from paimon_core.table import Table, TableWrite  # noqa: E402
+from paimon_core.snapshot import Snapshot
+from paimon_core.table import Table, TableWrite
+from paimon_core.version import __version__
 
 __all__ = [
     "AddColumn", "Catalog", "DropColumn", "PaimonError", "RemoveOption", "RenameColumn",

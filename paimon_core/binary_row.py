@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from paimon_core.errors import CorruptMetadataError, UnsupportedFeatureError
 from paimon_core.types import BINARY_ROOTS, STRING_ROOTS, AtomicType, DataType

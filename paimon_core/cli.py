@@ -22,7 +22,7 @@ def _format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> s
 
 
 def _time(millis: int) -> str:
-    return datetime.datetime.fromtimestamp(millis / 1000, tz=datetime.timezone.utc).strftime(
+    return datetime.datetime.fromtimestamp(millis / 1000, tz=datetime.UTC).strftime(
         "%Y-%m-%d %H:%M:%S UTC")
 
 

@@ -18,7 +18,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from paimon_core.version import __version__
 from paimon_core.errors import (
     CommitConflictError,
     CommitStateUnknownError,
@@ -40,6 +39,7 @@ from paimon_core.options import TableOptions
 from paimon_core.read.scan import PartitionDecoder, live_entries
 from paimon_core.schema import TableSchema
 from paimon_core.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotStore
+from paimon_core.version import __version__
 from paimon_core.write.message import CommitMessage
 
 log = logging.getLogger(__name__)

@@ -195,24 +195,25 @@ class FileIO:
 
     def _create_local(self, path: str, data: bytes) -> bool:
         parent = path.rsplit("/", 1)[0]
-        os.makedirs(parent, exist_ok=True)
         tmp = self._temp_path(path)
         try:
+            os.makedirs(parent, exist_ok=True)
             self._write_local_file(tmp, data)
-            try:
-                os.link(tmp, path)
-            except FileExistsError:
+            os.link(tmp, path)
+        except FileExistsError as exc:
+            if path in (exc.filename, exc.filename2):
                 return False
-            except OSError as exc:
-                if exc.errno in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
-                    raise UnsupportedFeatureError(
-                        f"the filesystem holding {parent} does not support hard links, which "
-                        f"atomic commits need ({exc})") from exc
-                raise FileIOError(f"creating {path} failed: {exc}") from exc
-            _fsync_dir(parent)
-            return True
+            raise FileIOError(f"creating {path} failed: {exc}") from exc
+        except OSError as exc:
+            if exc.errno in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+                raise UnsupportedFeatureError(
+                    f"the filesystem holding {parent} does not support hard links, which "
+                    f"atomic commits need ({exc})") from exc
+            raise FileIOError(f"creating {path} failed: {exc}") from exc
         finally:
             _unlink_quietly(tmp)
+        _fsync_dir(parent)
+        return True
 
     def _create_s3(self, path: str, data: bytes) -> bool:
         try:
@@ -274,7 +275,7 @@ class FileIO:
 def _unlink_quietly(path: str) -> None:
     try:
         os.unlink(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         pass
 
 

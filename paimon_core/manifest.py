@@ -24,7 +24,7 @@ ADD, DELETE = 0, 1
 FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT = 0, 1
 _CODECS = {"zstd": "zstandard", "null": "null", "deflate": "deflate", "snappy": "snappy",
            "bzip2": "bzip2", "xz": "xz"}
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +96,7 @@ class DataFileMeta:
         created = record.get("_CREATION_TIME")
         if isinstance(created, datetime.datetime):
             if created.tzinfo is None:
-                created = created.replace(tzinfo=datetime.timezone.utc)
+                created = created.replace(tzinfo=datetime.UTC)
             created = (created - _EPOCH) // datetime.timedelta(milliseconds=1)
         return DataFileMeta(
             file_name=record["_FILE_NAME"], file_size=record["_FILE_SIZE"],
@@ -317,7 +317,10 @@ def _read_records(file_io: FileIO, path: str) -> Iterator[dict[str, Any]]:
     except FileNotFoundError:
         raise CorruptMetadataError(f"metadata file {path} is missing") from None
     try:
-        yield from fastavro.reader(io.BytesIO(data))
+        for record in fastavro.reader(io.BytesIO(data)):
+            if not isinstance(record, dict):
+                raise CorruptMetadataError(f"Avro file {path} holds a non-record value")
+            yield record
     except (ValueError, EOFError, KeyError, TypeError) as exc:
         raise CorruptMetadataError(f"cannot decode Avro file {path}: {exc}") from exc
 

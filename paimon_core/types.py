@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Any, Union
+from typing import Any
 
 import pyarrow as pa
 
@@ -86,7 +86,7 @@ class RowType:
     nullable: bool = True
 
 
-DataType = Union[AtomicType, ArrayType, MapType, RowType]
+DataType = AtomicType | ArrayType | MapType | RowType
 
 
 def atomic(root: str, *params: int, nullable: bool = True) -> AtomicType:

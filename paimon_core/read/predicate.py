@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -143,7 +143,7 @@ class Or:
         return any(c.may_match(lookup) for c in self.children)
 
 
-Predicate = Union[Leaf, And, Or]
+Predicate = Leaf | And | Or
 
 
 def parse_filter(filters: Any, schema: TableSchema, table: str) -> Predicate | None:

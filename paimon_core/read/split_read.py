@@ -13,8 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.orc as orc
 import pyarrow.parquet as pq
+from pyarrow import orc
 
 from paimon_core.deletion_vectors import read_deletion_vector
 from paimon_core.errors import CorruptMetadataError, SchemaError

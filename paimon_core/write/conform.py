@@ -6,7 +6,7 @@ Every problem raises :class:`SchemaError` naming the table, the column and an of
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, TypeAlias
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -15,7 +15,7 @@ from paimon_core.errors import SchemaError
 from paimon_core.schema import TableSchema
 from paimon_core.types import MAX_LENGTH, STRING_ROOTS, AtomicType, DataField, to_arrow_type
 
-Batch = pa.Table | pa.RecordBatch
+Batch: TypeAlias = pa.Table | pa.RecordBatch
 
 
 def iter_input(data: Any) -> Iterator[Batch]:

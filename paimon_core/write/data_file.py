@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.orc as orc
 import pyarrow.parquet as pq
+from pyarrow import orc
 
 from paimon_core.fileio import FileIO
 from paimon_core.manifest import DataFileMeta
@@ -101,19 +101,42 @@ class RollingFileWriter:
         self.next_sequence = first_sequence
         self._counter = 0
         self._current: _OpenFile | None = None
+        self._memory_bytes = 0  # in-memory bytes written so far (to learn the encoded ratio)
+        self._file_bytes = 0
         self.files: list[DataFileMeta] = []
         self._paths: list[str] = []
 
     def write(self, table: pa.Table) -> None:
-        if table.num_rows == 0:
-            return
-        current = self._current or self._open()
+        """Append rows as row groups, cutting them so files end near the target size."""
         table = table.replace_schema_metadata(None).cast(self.schema)
-        current.writer.write(table)
-        current.stats.update(table)
-        current.rows += table.num_rows
-        if current.writer.bytes_written >= self.target_size:
-            self._roll()
+        offset, n = 0, table.num_rows
+        row_bytes = table.nbytes / max(n, 1)
+        while offset < n:
+            current = self._current or self._open()
+            rows = self._rows_that_fit(current, row_bytes, n - offset)
+            piece = table.slice(offset, rows)
+            before = current.writer.bytes_written
+            current.writer.write(piece)
+            current.stats.update(piece)
+            current.rows += rows
+            self._memory_bytes += piece.nbytes
+            self._file_bytes += current.writer.bytes_written - before
+            offset += rows
+            if current.writer.bytes_written >= self.target_size:
+                self._roll()
+
+    def _rows_that_fit(self, current: _OpenFile, row_bytes: float, available: int) -> int:
+        """Rows whose encoded size should fill the rest of the current file.
+
+        The encoded size per in-memory byte is learned from what was written so far; before
+        anything is written a first row group of at most 8 MiB (in memory) calibrates it.
+        """
+        remaining = self.target_size - current.writer.bytes_written
+        if self._memory_bytes == 0:
+            budget = min(remaining, 8 * 1024 * 1024)
+            return max(1, min(available, int(budget / max(row_bytes, 1.0))))
+        ratio = max(self._file_bytes / self._memory_bytes, 1e-3)
+        return max(1, min(available, int(remaining / max(row_bytes * ratio, 1e-9)) + 1))
 
     def _open(self) -> _OpenFile:
         name = f"{self.prefix}{self._counter}.{self.options.file_format}"

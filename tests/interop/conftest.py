@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.ipc as ipc
 import pytest
+from pyarrow import ipc
 
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).with_name("oracle_driver.py")
@@ -63,8 +63,8 @@ class Oracle:
 def _oracle_available() -> str | None:
     if not ORACLE_PYTHON.exists():
         return f"{ORACLE_PYTHON} does not exist (run `make oracle`)"
-    probe = subprocess.run([str(ORACLE_PYTHON), "-c", "import importlib.metadata as m, pypaimon; print(m.version('pypaimon'))"],
-                           capture_output=True, text=True, check=False)
+    code = "import importlib.metadata as m, pypaimon; print(m.version('pypaimon'))"
+    probe = subprocess.run([str(ORACLE_PYTHON), "-c", code], capture_output=True, text=True, check=False)
     if probe.returncode != 0:
         return f"pypaimon does not import in {ORACLE_PYTHON}: {probe.stderr.strip()[-300:]}"
     if not probe.stdout.strip().startswith("2.1.0"):

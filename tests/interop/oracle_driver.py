@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.ipc as ipc
+from pyarrow import ipc
 from pypaimon import CatalogFactory, Schema
 from pypaimon.schema.data_types import AtomicType
 from pypaimon.schema.schema_change import SchemaChange

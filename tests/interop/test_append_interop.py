@@ -202,7 +202,7 @@ def all_types_rows(start: int, count: int) -> pa.Table:
         "t": maybe([datetime.time(i % 24, i % 60, i % 60, (i * 1000) % 1_000_000) for i in ids]),
         "ts3": maybe([base + datetime.timedelta(minutes=i, milliseconds=i) for i in ids]),
         "ts6": maybe([base + datetime.timedelta(hours=i, microseconds=i) for i in ids]),
-        "ltz": maybe([(base + datetime.timedelta(seconds=i)).replace(tzinfo=datetime.timezone.utc)
+        "ltz": maybe([(base + datetime.timedelta(seconds=i)).replace(tzinfo=datetime.UTC)
                       for i in ids]),
         "arr": maybe([list(range(i % 4)) for i in ids]),
         "m": maybe([[(f"k{j}", j * i) for j in range(i % 3)] for i in ids]),

@@ -99,7 +99,7 @@ ATOMIC_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("data_type", "strategy"), ATOMIC_CASES, ids=lambda x: str(x))
+@pytest.mark.parametrize(("data_type", "strategy"), ATOMIC_CASES, ids=str)
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_encode_decode_round_trip(data_type: object, strategy: st.SearchStrategy, data: st.DataObject) -> None:

@@ -46,7 +46,7 @@ def test_full_mode_over_chunks() -> None:
 
 
 def test_default_truncate16() -> None:
-    _, low, high, _ = _collect({}, DATA)
+    _, _, high, _ = _collect({}, DATA)
     assert high[1] == "zebra-long-valuf"  # 16 chars, last one incremented
 
 

@@ -1,0 +1,34 @@
+"""Shared helpers for integration tests on real files."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import paimon_core as pc
+
+EVENTS = pa.schema([("id", pa.int64()), ("msg", pa.string()), ("dt", pa.string())])
+
+
+def events(ids: range | list[int], dt: str = "2024-01-01") -> pa.Table:
+    ids = list(ids)
+    return pa.table({"id": ids, "msg": [f"m{i}" for i in ids], "dt": [dt] * len(ids)}, schema=EVENTS)
+
+
+def files_under(root: Path) -> set[str]:
+    """Every regular file below ``root`` (relative paths)."""
+    out = set()
+    for folder, _, names in os.walk(root):
+        for name in names:
+            out.add(os.path.relpath(os.path.join(folder, name), root))
+    return out
+
+
+@pytest.fixture
+def catalog(tmp_path: Path) -> pc.Catalog:
+    catalog = pc.Catalog(str(tmp_path / "warehouse"))
+    catalog.create_database("db")
+    return catalog
