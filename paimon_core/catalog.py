@@ -138,16 +138,31 @@ class Catalog:
         path = self._table_path(ident)
         paths = TablePaths(path)
         if self.file_io.list_dir(paths.schema_dir):
-            return self._existing(ident, path, exist_ok)
+            return self._existing(ident, path, exist_ok, table_schema)
         if not self.file_io.create_if_absent(paths.schema_file(0), table_schema.to_json().encode()):
-            return self._existing(ident, path, exist_ok)
+            return self._existing(ident, path, exist_ok, table_schema)
         log.info("created table %s at %s", ident, self.file_io.uri(path))
         return Table(self.file_io, ident, path)
 
-    def _existing(self, ident: Identifier, path: str, exist_ok: bool) -> Table:
+    def _existing(self, ident: Identifier, path: str, exist_ok: bool, wanted: TableSchema) -> Table:
+        """The existing table, if ``exist_ok`` and it has the requested columns and keys."""
         if not exist_ok:
             raise TableExistsError(f"table {ident} already exists in {self.warehouse}")
-        return Table(self.file_io, ident, path)
+        table = Table(self.file_io, ident, path)
+        current = table.schema
+        mismatches = [
+            f"columns {current.arrow_schema()} instead of {wanted.arrow_schema()}"
+            if not current.arrow_schema().equals(wanted.arrow_schema()) else "",
+            f"partition keys {list(current.partition_keys)} instead of {list(wanted.partition_keys)}"
+            if current.partition_keys != wanted.partition_keys else "",
+            f"primary keys {list(current.primary_keys)} instead of {list(wanted.primary_keys)}"
+            if current.primary_keys != wanted.primary_keys else "",
+        ]
+        problems = [m for m in mismatches if m]
+        if problems:
+            raise TableExistsError(f"table {ident} already exists in {self.warehouse} with "
+                                   + "; ".join(problems))
+        return table
 
     def drop_table(self, identifier: str, *, ignore_missing: bool = False) -> None:
         """Delete the table directory with all its data and metadata."""

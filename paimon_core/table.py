@@ -127,6 +127,15 @@ class Table:
 
     # ---- writing ------------------------------------------------------------------------
 
+    def find_commit(self, commit_user: str, commit_identifier: int) -> int | None:
+        """The snapshot id of an earlier commit (user, identifier), if it landed.
+
+        Lets a retried job skip producing data that is already committed.
+        """
+        committer = FileStoreCommit(self.file_io, self.paths, self.schema, self.options,
+                                    table=self.name, commit_user=commit_user)
+        return committer.find_committed(commit_identifier)
+
     def new_write(self, *, commit_user: str | None = None, commit_identifier: int | None = None,
                   overwrite: OverwriteArg = False,
                   properties: Mapping[str, str] | None = None) -> TableWrite:

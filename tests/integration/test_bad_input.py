@@ -133,3 +133,11 @@ def test_unknown_overwrite_partition_value_type(table: pc.Table) -> None:
     with pytest.raises(SchemaError, match="does not belong"):
         table.write(strict_rows(dt=["d2", "d2"]), overwrite={"dt": "d1"})
     assert files_under(Path(table.path)) == before
+
+
+def test_exist_ok_refuses_a_table_with_other_columns(catalog: pc.Catalog) -> None:
+    catalog.create_table("db.t", schema=EVENTS, partition_keys=["dt"])
+    with pytest.raises(TableExistsError, match="columns"):
+        catalog.create_table("db.t", schema=pa.schema([("x", pa.float32())]), exist_ok=True)
+    with pytest.raises(TableExistsError, match="partition keys"):
+        catalog.create_table("db.t", schema=EVENTS, exist_ok=True)

@@ -1,0 +1,1 @@
+"""Dagster definitions that ingest and serve Paimon tables (see ``pipelines.definitions``)."""

@@ -1,0 +1,56 @@
+"""The code location ``paimon``: every asset, check, job, schedule and resource, in one ``defs``.
+
+Load it with ``dagster dev -w workspace.yaml``. The warehouse is ``$PAIMON_WAREHOUSE`` (a path
+or fsspec URL), defaulting to ``warehouse/`` at the repository root.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+
+from pipelines.assets import IO_MANAGER_KEY, log_events
+from pipelines.checks import log_events_partition_valid
+from pipelines.jobs import ingest_log_events_job
+from pipelines.schedules import ingest_log_events_daily
+from resources import LogEventSource, PaimonCatalogResource, PaimonTableIOManager
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+WAREHOUSE_ENV = "PAIMON_WAREHOUSE"
+
+
+def default_warehouse() -> str:
+    """``$PAIMON_WAREHOUSE`` (relative paths against the current directory) or ``<repo>/warehouse``.
+
+    Made absolute here because the webserver, daemon and run workers may start in different
+    directories and must all see the same tables.
+    """
+    configured = os.environ.get(WAREHOUSE_ENV, "").strip()
+    if not configured:
+        return str(REPO_ROOT / "warehouse")
+    if "://" in configured:
+        return configured
+    return str(Path(configured).expanduser().resolve())
+
+
+def build_resources(*, warehouse: str | None = None,
+                    log_source: LogEventSource | None = None) -> dict[str, Any]:
+    """The resources every definition expects, sharing one catalog config between them."""
+    catalog = PaimonCatalogResource(warehouse=warehouse or default_warehouse())
+    return {
+        "catalog": catalog,
+        "log_source": log_source or LogEventSource(),
+        IO_MANAGER_KEY: PaimonTableIOManager(catalog=catalog),
+    }
+
+
+defs = dg.Definitions(
+    assets=[log_events],
+    asset_checks=[log_events_partition_valid],
+    jobs=[ingest_log_events_job],
+    schedules=[ingest_log_events_daily],
+    resources=build_resources(),
+)
