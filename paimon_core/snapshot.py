@@ -191,7 +191,16 @@ class SnapshotStore:
 
     def write_latest_hint(self, snapshot_id: int) -> None:
         """Best effort: a stale or missing hint only costs a directory listing."""
+        self._write_hint(self.paths.latest_hint, snapshot_id)
+        if snapshot_id == 1:
+            self.write_earliest_hint(1)
+
+    def write_earliest_hint(self, snapshot_id: int) -> None:
+        """Best effort, like LATEST; expiry moves it forward."""
+        self._write_hint(self.paths.earliest_hint, snapshot_id)
+
+    def _write_hint(self, path: str, snapshot_id: int) -> None:
         try:
-            self.file_io.write_bytes(self.paths.latest_hint, str(snapshot_id).encode())
+            self.file_io.write_bytes(path, str(snapshot_id).encode())
         except OSError as exc:
-            log.warning("could not update LATEST hint of %s: %s", self.table, exc)
+            log.warning("could not update hint %s of %s: %s", path, self.table, exc)

@@ -280,6 +280,10 @@ class TableWrite:
         self.schema = table.schema
         self.options = TableOptions.from_map(self.schema.effective_options(), table=table.name)
         table._refuse_primary_key(self.schema, "writing")
+        for key in ("row-tracking.enabled", "data-evolution.enabled"):
+            if self.schema.options.get(key, "false").lower() == "true":
+                raise UnsupportedFeatureError(f"writing table {table.name} with {key}=true is not "
+                                              "supported (row ids would not be assigned)")
         prefix = self.options.commit_user_prefix
         self.commit_user = commit_user or (f"{prefix}_" if prefix else "") + str(uuid.uuid4())
         self.commit_identifier = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier

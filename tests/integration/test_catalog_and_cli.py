@@ -24,6 +24,10 @@ def test_layout_and_listing(tmp_path: Path) -> None:
     table.write(events(range(3)))
     assert (tmp_path / "wh" / "logs.db" / "events" / "schema" / "schema-0").is_file()
     assert (tmp_path / "wh" / "logs.db" / "events" / "snapshot" / "LATEST").read_text() == "1"
+    assert (tmp_path / "wh" / "logs.db" / "events" / "snapshot" / "EARLIEST").read_text() == "1"
+    table.write(events(range(3, 4)))
+    assert (tmp_path / "wh" / "logs.db" / "events" / "snapshot" / "LATEST").read_text() == "2"
+    assert (tmp_path / "wh" / "logs.db" / "events" / "snapshot" / "EARLIEST").read_text() == "1"
     assert (tmp_path / "wh" / "logs.db" / "events" / "dt=2024-01-01" / "bucket-0").is_dir()
     (tmp_path / "wh" / "logs.db" / ".staging").mkdir()
     assert catalog.list_databases() == ["logs"] and catalog.list_tables("logs") == ["events"]

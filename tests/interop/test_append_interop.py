@@ -289,6 +289,9 @@ def test_deletion_vectors_written_by_pypaimon_are_applied(tmp_path: Path, oracle
     streamed = pa.Table.from_batches(list(table.to_batches(batch_size=3)))
     assert sorted(streamed["id"].to_pylist()) == sorted(table.read()["id"].to_pylist())
     assert_every_snapshot_matches(table, oracle, tmp_path)
+    with pytest.raises(pc.errors.UnsupportedFeatureError, match="row-tracking"):
+        table.write(data)
+    assert len(table.snapshots()) == 3
 
 
 def test_tags_created_by_pypaimon_time_travel(tmp_path: Path, oracle: Oracle) -> None:
