@@ -20,14 +20,14 @@ MiB = 1024 * KiB
 GiB = 1024 * MiB
 INT_MAX = 2**31 - 1
 
-_MEMORY_UNITS = {
+_MEMORY_UNITS: dict[str, float] = {
     "": 1, "b": 1, "bytes": 1,
     "k": KiB, "kb": KiB, "kibibytes": KiB,
     "m": MiB, "mb": MiB, "mebibytes": MiB,
     "g": GiB, "gb": GiB, "gibibytes": GiB,
     "t": 1024 * GiB, "tb": 1024 * GiB, "tebibytes": 1024 * GiB,
 }
-_DURATION_MS = {
+_DURATION_MS: dict[str, float] = {
     "": 1.0, "ms": 1.0, "milli": 1.0, "millis": 1.0, "millisecond": 1.0, "milliseconds": 1.0,
     "ns": 1e-6, "nanos": 1e-6, "us": 1e-3, "micros": 1e-3,
     "s": 1000.0, "sec": 1000.0, "secs": 1000.0, "second": 1000.0, "seconds": 1000.0,
@@ -38,22 +38,22 @@ _DURATION_MS = {
 _NUMBER_UNIT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 
 
-def parse_memory_size(text: str) -> int:
-    """Parse a Paimon memory size such as ``256 mb`` or ``64kb`` into bytes (binary units)."""
+def _number_with_unit(text: str, units: dict[str, float], example: str) -> float:
     match = _NUMBER_UNIT.match(text)
     unit = match.group(2).lower() if match else None
-    if match is None or unit not in _MEMORY_UNITS:
-        raise ValueError(f"not a memory size: {text!r} (use e.g. '256 mb', '64 kb', '1 gb')")
-    return int(float(match.group(1)) * _MEMORY_UNITS[unit])
+    if match is None or unit not in units:
+        raise ValueError(f"{text!r} has no recognised unit (use e.g. {example})")
+    return float(match.group(1)) * units[unit]
+
+
+def parse_memory_size(text: str) -> int:
+    """Parse a Paimon memory size such as ``256 mb`` or ``64kb`` into bytes (binary units)."""
+    return int(_number_with_unit(text, _MEMORY_UNITS, "'256 mb', '64 kb', '1 gb'"))
 
 
 def parse_duration_ms(text: str) -> int:
     """Parse a Paimon duration such as ``1 h``, ``10 s`` or ``500ms`` into milliseconds."""
-    match = _NUMBER_UNIT.match(text)
-    unit = match.group(2).lower() if match else None
-    if match is None or unit not in _DURATION_MS:
-        raise ValueError(f"not a duration: {text!r} (use e.g. '10 s', '1 h', '500 ms')")
-    return int(float(match.group(1)) * _DURATION_MS[unit])
+    return int(_number_with_unit(text, _DURATION_MS, "'10 s', '1 h', '500 ms'"))
 
 
 def _parse_bool(text: str) -> bool:

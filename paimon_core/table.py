@@ -380,6 +380,7 @@ class TableWrite:
                     self.abort()
                     return done
             messages = self._writer.prepare_commit()
+            self._writer.close()
         except BaseException:
             self.abort()
             raise

@@ -110,7 +110,10 @@ def _range_may_match(op: str, low: Any, high: Any, values: tuple[Any, ...]) -> b
 
 
 @dataclass(frozen=True, slots=True)
-class And:
+class Junction:
+    """A conjunction (``all_of=True``) or disjunction of predicates."""
+
+    all_of: bool
     children: tuple[Predicate, ...]
 
     def columns(self) -> set[str]:
@@ -119,31 +122,16 @@ class And:
     def to_expression(self) -> pc.Expression:
         expression = self.children[0].to_expression()
         for child in self.children[1:]:
-            expression = expression & child.to_expression()
+            expression = (expression & child.to_expression()) if self.all_of else (
+                expression | child.to_expression())
         return expression
 
     def may_match(self, lookup: RangeLookup) -> bool:
-        return all(c.may_match(lookup) for c in self.children)
+        matches = (c.may_match(lookup) for c in self.children)
+        return all(matches) if self.all_of else any(matches)
 
 
-@dataclass(frozen=True, slots=True)
-class Or:
-    children: tuple[Predicate, ...]
-
-    def columns(self) -> set[str]:
-        return set().union(*(c.columns() for c in self.children))
-
-    def to_expression(self) -> pc.Expression:
-        expression = self.children[0].to_expression()
-        for child in self.children[1:]:
-            expression = expression | child.to_expression()
-        return expression
-
-    def may_match(self, lookup: RangeLookup) -> bool:
-        return any(c.may_match(lookup) for c in self.children)
-
-
-Predicate = Leaf | And | Or
+Predicate = Leaf | Junction
 
 
 def parse_filter(filters: Any, schema: TableSchema, table: str) -> Predicate | None:
@@ -156,7 +144,7 @@ def parse_filter(filters: Any, schema: TableSchema, table: str) -> Predicate | N
     if all(isinstance(f, tuple) for f in filters):
         return _conjunction(filters, schema, table)
     if all(isinstance(f, list) for f in filters):
-        return Or(tuple(_conjunction(group, schema, table) for group in filters))
+        return Junction(False, tuple(_conjunction(group, schema, table) for group in filters))
     raise SchemaError(f"filter for table {table} mixes tuples and lists: {filters!r}")
 
 
@@ -164,7 +152,7 @@ def _conjunction(terms: Sequence[Any], schema: TableSchema, table: str) -> Predi
     if not terms:
         raise SchemaError(f"empty conjunction in filter for table {table}")
     leaves = tuple(_leaf(term, schema, table) for term in terms)
-    return leaves[0] if len(leaves) == 1 else And(leaves)
+    return leaves[0] if len(leaves) == 1 else Junction(True, leaves)
 
 
 def _leaf(term: Any, schema: TableSchema, table: str) -> Leaf:

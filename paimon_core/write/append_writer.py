@@ -8,6 +8,7 @@ bounded however much one commit carries.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -18,6 +19,7 @@ from paimon_core.layout import TablePaths
 from paimon_core.options import TableOptions
 from paimon_core.schema import TableSchema
 from paimon_core.write.data_file import RollingFileWriter
+from paimon_core.write.flusher import Flusher
 from paimon_core.write.message import CommitMessage
 from paimon_core.write.routing import Partition, Router
 
@@ -26,6 +28,8 @@ log = logging.getLogger(__name__)
 SequenceRestore = Callable[[bytes, int], int]
 # Rows are routed in slices of about this many bytes so one huge input table is not copied whole.
 _ROUTE_CHUNK_BYTES = 64 * 1024 * 1024
+# Files of different (partition, bucket)s are encoded concurrently (pyarrow releases the GIL).
+_ENCODE_THREADS = max(1, min(4, os.cpu_count() or 1))
 
 
 @dataclass(slots=True)
@@ -37,7 +41,12 @@ class _Buffer:
 
 
 class AppendWriter:
-    """Writes conformed Arrow tables of an append-only table into data files."""
+    """Writes conformed Arrow tables of an append-only table into data files.
+
+    Buffered bytes plus bytes waiting to be encoded stay within ``write-buffer-size`` (give or
+    take one routed chunk): when they pass it, the largest buffers are handed to background
+    encoding and the writer waits until enough of that work is done.
+    """
 
     def __init__(self, file_io: FileIO, paths: TablePaths, schema: TableSchema,
                  options: TableOptions, *, next_sequence: SequenceRestore | None = None) -> None:
@@ -51,6 +60,7 @@ class AppendWriter:
         self._buffers: dict[tuple[bytes, int], _Buffer] = {}
         self._writers: dict[tuple[bytes, int], tuple[Partition, RollingFileWriter]] = {}
         self._buffered = 0
+        self._flusher = Flusher(_ENCODE_THREADS)
         self.rows_written = 0
 
     def write(self, table: pa.Table) -> None:
@@ -72,19 +82,26 @@ class AppendWriter:
             buffer.nbytes += rows.nbytes
             self._buffered += rows.nbytes
         limit = self.options.write_buffer_size
-        if self._buffered > limit:
+        if self._buffered + self._flusher.inflight_bytes > limit:
+            chosen = []
+            remaining = self._buffered
             for key in sorted(self._buffers, key=lambda k: -self._buffers[k].nbytes):
-                self._flush(key)
-                if self._buffered <= limit // 2:
+                chosen.append(key)
+                remaining -= self._buffers[key].nbytes
+                if remaining <= limit // 2:
                     break
+            self._flush(chosen)
+            self._flusher.wait_below(limit - self._buffered)
 
-    def _flush(self, key: tuple[bytes, int]) -> None:
-        buffer = self._buffers.pop(key, None)
-        if buffer is None or not buffer.chunks:
-            return
-        data = pa.concat_tables(buffer.chunks) if len(buffer.chunks) > 1 else buffer.chunks[0]
-        self._buffered -= buffer.nbytes
-        self._writer(buffer.partition, buffer.bucket).write(data)
+    def _flush(self, keys: list[tuple[bytes, int]]) -> None:
+        """Hand the chosen buffers to background encoding, one row group each."""
+        for key in keys:
+            buffer = self._buffers.pop(key, None)
+            if buffer is None or not buffer.chunks:
+                continue
+            data = pa.concat_tables(buffer.chunks) if len(buffer.chunks) > 1 else buffer.chunks[0]
+            self._buffered -= buffer.nbytes
+            self._flusher.submit(key, self._writer(buffer.partition, buffer.bucket).write, data)
 
     def _writer(self, partition: Partition, bucket: int) -> RollingFileWriter:
         key = (partition.row, bucket)
@@ -101,8 +118,8 @@ class AppendWriter:
 
     def prepare_commit(self) -> list[CommitMessage]:
         """Flush everything and close all files; the writer can be reused afterwards."""
-        for key in list(self._buffers):
-            self._flush(key)
+        self._flush(list(self._buffers))
+        self._flusher.wait_all()
         messages = []
         for (_, bucket), (partition, writer) in self._writers.items():
             files = writer.close()
@@ -113,13 +130,18 @@ class AppendWriter:
 
     def abort(self) -> None:
         """Delete every file written since the last prepare_commit and drop buffers."""
+        self._flusher.close()
         for _, writer in self._writers.values():
             writer.abort()
         self._writers.clear()
         self._buffers.clear()
         self._buffered = 0
 
+    def close(self) -> None:
+        """Stop the background encoding threads."""
+        self._flusher.close()
+
     @property
     def buffered_bytes(self) -> int:
-        return self._buffered
-
+        """Bytes buffered or waiting to be encoded."""
+        return self._buffered + self._flusher.inflight_bytes

@@ -145,8 +145,9 @@ def check_partition_values(data: pa.Table, schema: TableSchema, table: str) -> N
         data_type = schema.field(name).type
         if not isinstance(data_type, AtomicType) or data_type.root not in STRING_ROOTS:
             continue
-        bad = pc.match_substring_regex(data.column(name), r"[/\\]")
+        distinct = pc.unique(data.column(name))
+        bad = pc.match_substring_regex(distinct, r"[/\\]")
         if pc.any(bad).as_py():
-            value = data.column(name).filter(bad)[0].as_py()
+            value = distinct.filter(bad)[0].as_py()
             raise SchemaError(f"partition value {value!r} of column {name!r} in table {table} "
                               "contains a path separator")

@@ -75,8 +75,9 @@ class Router:
         sorted_codes = codes[order]
         starts = np.concatenate(([0], np.flatnonzero(np.diff(sorted_codes)) + 1))
         ends = np.concatenate((starts[1:], [n]))
-        taken = data.take(pa.array(order))
-        return [self._group(taken, int(s), int(e), int(buckets[order[s]]))
+        # One take per group, so each group owns its memory: a buffered group never keeps the
+        # rows of other groups alive after they are flushed.
+        return [self._group(data.take(pa.array(order[s:e])), 0, int(e - s), int(buckets[order[s]]))
                 for s, e in zip(starts, ends)]
 
     def _group_codes(self, data: pa.Table) -> tuple[np.ndarray, np.ndarray]:
