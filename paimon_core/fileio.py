@@ -137,7 +137,10 @@ class FileIO:
         with scan:
             out = []
             for entry in scan:
-                st = entry.stat(follow_symlinks=False)
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except FileNotFoundError:
+                    continue  # removed while listing (e.g. another writer's temp file)
                 out.append(FileStatus(entry.path, entry.name, st.st_size, entry.is_dir(),
                                       int(st.st_mtime * 1000)))
             return out

@@ -50,7 +50,7 @@ def test_concurrent_writers_lose_no_commit(catalog: pc.Catalog) -> None:
     table = catalog.create_table("db.t", schema=EVENTS, partition_keys=["dt"],
                                  options={"commit.min-retry-wait": "1 ms", "commit.max-retries": "50"})
     outcomes = _run_workers(catalog.warehouse, workers=4, commits=8)
-    assert [o for o, _ in outcomes] == ["ok"] * 32
+    assert [o for o, _ in outcomes if o != "ok"] == [], outcomes
     assert sorted(sid for _, sid in outcomes) == list(range(1, 33))
     assert [s.id for s in table.snapshots()] == list(range(1, 33))
     assert table.read().num_rows == 320
