@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from pyarrow import orc
 
@@ -87,16 +88,21 @@ class SplitReader:
         path = self.file_path(split, meta)
         file_fields = self._file_fields(meta)
         physical = [f.name for f in file_fields.values()]
+        deletion = split.deletion_files.get(meta.file_name)
+        pushed = self._pushdown(path, file_fields, deletion)
         try:
-            with self.file_io.open_input(path) as source:
-                data, rows = _read_all(source, path, physical)
+            if pushed is not None:
+                data = self._dataset(path).to_table(columns=physical, filter=pushed, use_threads=True)
+                rows = data.num_rows
+            else:
+                with self.file_io.open_input(path) as source:
+                    data, rows = _read_all(source, path, physical)
         except FileNotFoundError:
             raise CorruptMetadataError(f"data file {path} of table {self.table} is missing") from None
         table = self._to_read_schema(data, file_fields, rows)
-        deletion = split.deletion_files.get(meta.file_name)
         if deletion is not None:
             table = table.filter(self._keep_mask(deletion, 0, table.num_rows))
-        return self._finish(table)
+        return self._finish(table, filtered=pushed is not None)
 
     # ---- helpers -----------------------------------------------------------------------------
 
@@ -142,12 +148,31 @@ class SplitReader:
             source.seek(deletion.offset)
             return bytes(source.read(deletion.length + 8))
 
-    def _finish(self, table: pa.Table) -> pa.Table:
-        if self.filter is not None:
+    def _finish(self, table: pa.Table, *, filtered: bool = False) -> pa.Table:
+        if self.filter is not None and not filtered:
             table = table.filter(self.filter)
         if [f.name for f in self.read_fields] != [f.name for f in self.output_fields]:
             table = table.select([f.name for f in self.output_fields])
         return table
+
+    def _pushdown(self, path: str, file_fields: dict[int, DataField],
+                  deletion: DeletionFile | None) -> pc.Expression | None:
+        """The filter, when the Parquet scan can evaluate it directly (pruning row groups).
+
+        That needs every read column stored under its current name and type, and no deletion
+        vector (whose row positions a filtered scan would lose).
+        """
+        if self.filter is None or deletion is not None or _format_of(path) != "parquet":
+            return None
+        for data_field in self.read_fields:
+            old = file_fields.get(data_field.id)
+            if old is None or old.name != data_field.name or (
+                    to_arrow_type(old.type) != to_arrow_type(data_field.type)):
+                return None
+        return self.filter
+
+    def _dataset(self, path: str) -> ds.Dataset:
+        return ds.dataset(path, format="parquet", filesystem=self.file_io.arrow_fs)
 
     def _file_batches(self, split: DataSplit, meta: DataFileMeta,
                       batch_size: int) -> Iterator[pa.RecordBatch]:
@@ -155,6 +180,14 @@ class SplitReader:
         file_fields = self._file_fields(meta)
         physical = [f.name for f in file_fields.values()]
         deletion = split.deletion_files.get(meta.file_name)
+        pushed = self._pushdown(path, file_fields, deletion)
+        if pushed is not None:
+            for batch in self._dataset(path).to_batches(columns=physical, filter=pushed,
+                                                        batch_size=batch_size):
+                if batch.num_rows:
+                    table = self._to_read_schema(pa.Table.from_batches([batch]), file_fields, batch.num_rows)
+                    yield from self._finish(table, filtered=True).to_batches()
+            return
         offset = 0
         with self.file_io.open_input(path) as source:
             for batch in _iter_batches(source, path, physical, batch_size):

@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyarrow import orc
@@ -17,6 +18,7 @@ from paimon_core.manifest import DataFileMeta
 from paimon_core.options import TableOptions
 from paimon_core.stats import StatsCollector
 from paimon_core.types import DataField, arrow_schema
+from paimon_core.write.routing import int64_array
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +54,7 @@ class _FormatWriter:
             self._parquet.write_table(table, row_group_size=max(table.num_rows, 1))
         else:
             # pyarrow's ORC writer ignores the offset of sliced struct children: copy first.
-            table = table.take(pa.array(range(table.num_rows), pa.int64()))
+            table = table.take(int64_array(np.arange(table.num_rows)))
             for i in self._time_columns:  # ORC has no TIME type: Paimon stores millis as INT
                 table = table.set_column(i, table.field(i).name, table.column(i).cast(pa.int32()))
             self._orc.write(table)

@@ -50,6 +50,12 @@ def fixed_buckets(columns: Sequence[pa.Array | pa.ChunkedArray], types: Sequence
     return np.abs(np.fmod(hashes, num_buckets))
 
 
+def int64_array(values: np.ndarray) -> pa.Array:
+    """Wrap int64 numpy data as Arrow without ``pa.array`` (which imports pandas on first use)."""
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])
+
+
 class Router:
     """Splits conformed tables into per-(partition, bucket) slices."""
 
@@ -77,7 +83,7 @@ class Router:
         ends = np.concatenate((starts[1:], [n]))
         # One take per group, so each group owns its memory: a buffered group never keeps the
         # rows of other groups alive after they are flushed.
-        return [self._group(data.take(pa.array(order[s:e])), 0, int(e - s), int(buckets[order[s]]))
+        return [self._group(data.take(int64_array(order[s:e])), 0, int(e - s), int(buckets[order[s]]))
                 for s, e in zip(starts, ends)]
 
     def _group_codes(self, data: pa.Table) -> tuple[np.ndarray, np.ndarray]:
