@@ -272,13 +272,28 @@ def hash_arrow_rows(columns: Sequence[pa.Array], types: Sequence[AtomicType]) ->
     if not var_sizes.any():
         block = np.ascontiguousarray(np.concatenate([header, slots], axis=1))
         return murmur3_words(block.view("<u4"), block.shape[1])
-    layouts, inverse = np.unique(var_sizes, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    for layout_id, layout in enumerate(layouts):
-        rows = np.nonzero(inverse == layout_id)[0]
-        block = _layout_block(rows, layout, header, slots, builders, width + 8 * arity)
+    for rows in _layout_groups(var_sizes):
+        block = _layout_block(rows, var_sizes[rows[0]], header, slots, builders, width + 8 * arity)
         out[rows] = murmur3_words(block.view("<u4"), block.shape[1])
     return out
+
+
+def _layout_groups(var_sizes: np.ndarray) -> list[np.ndarray]:
+    """Row indexes grouped by identical out-of-line sizes (few distinct layouts in practice)."""
+    words = var_sizes // 8
+    radix = int(words.max()) + 1
+    if radix ** words.shape[1] < 2**62:
+        codes = np.zeros(len(words), dtype=np.int64)
+        for column in words.T:
+            codes = codes * radix + column
+    else:
+        codes = np.unique(words, axis=0, return_inverse=True)[1].reshape(-1)
+    distinct = np.flatnonzero(np.bincount(codes)) if codes.max() < 4 * len(codes) + 1024 else np.unique(codes)
+    if len(distinct) <= 64:
+        return [np.flatnonzero(codes == code) for code in distinct]
+    order = np.argsort(codes, kind="stable")
+    bounds = np.flatnonzero(np.diff(codes[order])) + 1
+    return np.split(order, bounds)
 
 
 class _VarBuilder:
@@ -307,13 +322,14 @@ def _layout_block(rows: np.ndarray, layout: np.ndarray, header: np.ndarray, slot
 
 
 def _gather(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, size: int) -> np.ndarray:
-    """Rows of ``size`` bytes: each row's bytes ``data[start:start+length]`` then zeros."""
+    """Rows of ``size`` bytes: each row's bytes ``data[start:start+length]`` then zeros.
+
+    Requires: ``data`` padded with at least ``size`` zero bytes past the last value.
+    """
     cols = np.arange(size, dtype=np.int64)
-    mask = cols[None, :] < lengths[:, None]
-    if len(data) == 0:
-        return np.zeros((len(starts), size), dtype=np.uint8)
-    index = np.clip(starts[:, None] + cols[None, :], 0, len(data) - 1)
-    return np.where(mask, data[index], 0).astype(np.uint8)
+    gathered = data[starts[:, None] + cols[None, :]]
+    gathered[cols[None, :] >= lengths[:, None]] = 0
+    return gathered
 
 
 def _validity(column: pa.Array) -> np.ndarray:
@@ -395,9 +411,11 @@ def _string_layout(column: pa.Array, valid: np.ndarray
     n = len(column)
     offsets = np.frombuffer(column.buffers()[1], dtype=np.int64)[column.offset:column.offset + n + 1]
     data_buffer = column.buffers()[2]
-    data = (np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None
-            else np.zeros(0, dtype=np.uint8))
+    raw = (np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None
+           else np.zeros(0, dtype=np.uint8))
     starts = offsets[:-1]
+    longest = int((offsets[1:] - starts).max()) if n else 0
+    data = np.concatenate([raw[:int(offsets[-1]) if n else 0], np.zeros(longest + 8, dtype=np.uint8)])
     lengths = np.where(valid, offsets[1:] - starts, 0)
     inline = lengths <= 7
     slot = np.zeros((n, 8), dtype=np.uint8)
