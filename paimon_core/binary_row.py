@@ -177,10 +177,6 @@ def deserialize_with_arity(data: bytes, types: Sequence[DataType]) -> tuple[Any,
     return decode_row(data[4:], types)
 
 
-def row_arity(data: bytes) -> int:
-    return int(struct.unpack(">i", data[:4])[0])
-
-
 EMPTY_ROW = serialize_with_arity((), ())
 
 

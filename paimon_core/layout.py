@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime
 import decimal
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -98,12 +97,6 @@ def partition_path(keys: Sequence[str], values: Sequence[str | None], default_na
         text = default_name if value is None or not value.strip() else value
         parts.append(f"{escape_path_name(key)}={escape_path_name(text)}")
     return "/".join(parts)
-
-
-def new_file_name(prefix: str, extension: str | None = None) -> str:
-    """A fresh, globally unique file name such as ``data-<uuid>-0.parquet``."""
-    name = f"{prefix}{uuid.uuid4()}-0"
-    return f"{name}.{extension}" if extension else name
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,8 +6,6 @@ from dataclasses import dataclass
 
 from paimon_core.errors import InvalidNameError
 
-DEFAULT_DATABASE = "default"
-
 
 def _bad_reason(name: str, *, path_component: bool) -> str | None:
     if not isinstance(name, str) or not name:

@@ -23,7 +23,6 @@ SNAPSHOT_VERSION = 3
 BATCH_COMMIT_IDENTIFIER = 2**63 - 1
 _SNAPSHOT_NAME = re.compile(r"^snapshot-(\d+)$")
 
-COMMIT_KINDS = ("APPEND", "COMPACT", "OVERWRITE", "ANALYZE")
 
 
 @dataclass(frozen=True, slots=True)

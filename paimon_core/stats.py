@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from paimon_core.binary_row import arrow_scalar_to_internal, serialize_with_arity
 from paimon_core.manifest import SimpleStats
 from paimon_core.options import StatsMode, TableOptions
-from paimon_core.types import BINARY_ROOTS, STRING_ROOTS, AtomicType, DataField, DataType
+from paimon_core.types import AtomicType, DataField, DataType
 
 _MAX_CODE_POINT = 0x10FFFF
 _SURROGATES = range(0xD800, 0xE000)
@@ -139,8 +139,3 @@ class StatsCollector:
             serialize_with_arity([r[1] for r in results], types),
             tuple(r[2] for r in results),
         ), cols
-
-
-def is_truncatable(data_type: DataType) -> bool:
-    return isinstance(data_type, AtomicType) and (
-        data_type.root in STRING_ROOTS or data_type.root in BINARY_ROOTS)

@@ -321,10 +321,6 @@ def _from_arrow_simple(t: pa.DataType) -> AtomicType | None:
     return None
 
 
-def is_atomic(data_type: DataType) -> bool:
-    return isinstance(data_type, AtomicType)
-
-
 def can_widen(old: DataType, new: DataType) -> bool:
     """Whether values of ``old`` can always be read as ``new`` without loss."""
     if not isinstance(old, AtomicType) or not isinstance(new, AtomicType):
