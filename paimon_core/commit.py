@@ -72,7 +72,7 @@ class FileStoreCommit:
         self.table = table
         self.commit_user = commit_user
         self.snapshots = SnapshotStore(file_io, paths, table)
-        self._sleep = sleep
+        self.sleep = sleep
         self._decode_partition = PartitionDecoder(schema.partition_types)
 
     # ---- idempotency ---------------------------------------------------------------------
@@ -121,16 +121,17 @@ class FileStoreCommit:
             return None
         data_paths = [self.paths.bucket_dir(m.partition.path, m.bucket) + "/" + f.file_name
                       for m in messages for f in m.new_files]
-        add_metas = self._write_manifests(adds)
+        add_metas = self.write_manifests(adds)
         attempt = _Attempt(self, adds, add_metas, kind, commit_identifier, overwrite, properties)
         try:
             return attempt.run()
-        except CommitConflictError:
-            for path in data_paths + [self.paths.manifest_file(m.file_name) for m in add_metas]:
-                self.file_io.delete_quietly(path)
+        except BaseException:
+            if not attempt.uncertain:  # every attempt provably lost or never published
+                for path in data_paths + [self.paths.manifest_file(m.file_name) for m in add_metas]:
+                    self.file_io.delete_quietly(path)
             raise
 
-    def _write_manifests(self, entries: Sequence[ManifestEntry]) -> list[ManifestFileMeta]:
+    def write_manifests(self, entries: Sequence[ManifestEntry]) -> list[ManifestFileMeta]:
         """Write entries into manifests of about ``manifest.target-file-size`` each."""
         if not entries:
             return []
@@ -215,7 +216,7 @@ class _Attempt:
                                                   "so no file was removed")
                 raise CommitConflictError(message, snapshot_id=target)
             wait = min(options.commit_min_retry_wait_ms * 2 ** (retry - 1), options.commit_max_retry_wait_ms)
-            self.c._sleep(wait * (1 + random.random() * 0.2) / 1000)
+            self.c.sleep(wait * (1 + random.random() * 0.2) / 1000)
 
     def _try_once(self, latest: Snapshot | None) -> int | str:
         c = self.c
@@ -223,7 +224,7 @@ class _Attempt:
         if not self.adds and not deletes and c.options.ignore_empty_commit:
             return "empty"
         created: list[str] = []
-        delete_metas = c._write_manifests(deletes)
+        delete_metas = c.write_manifests(deletes)
         created += [c.paths.manifest_file(m.file_name) for m in delete_metas]
         base_metas: list[ManifestFileMeta] = []
         if latest is not None:
@@ -260,13 +261,15 @@ class _Attempt:
 
     def _publish(self, snapshot: Snapshot) -> bool:
         store = self.c.snapshots
+        settled = self.uncertain
+        self.uncertain = True  # until the store answers (even if interrupted) the outcome is unknown
         try:
-            if store.try_publish(snapshot):
-                return True
+            created = store.try_publish(snapshot)
         except (FileIOError, OSError) as exc:
             log.warning("publishing snapshot %d of %s failed: %s", snapshot.id, self.c.table, exc)
-            self.uncertain = True
-        return self._is_ours(snapshot)
+            return self._is_ours(snapshot)
+        self.uncertain = settled
+        return created or self._is_ours(snapshot)
 
     def _is_ours(self, snapshot: Snapshot) -> bool:
         """After a reported failure, whether ``snapshot-N`` holds exactly what we wrote.

@@ -207,14 +207,9 @@ class Table:
 
     def read_split(self, split: DataSplit, columns: Sequence[str] | None = None) -> pa.Table:
         """Read one split from :meth:`plan` (e.g. to spread a read over workers)."""
-        schema = self.schemas.schema(self.snapshot(split.snapshot_id).schema_id) \
-            if split.snapshot_id != self._latest_id() else self.schema
-        reader = self._reader(schema, columns, None)
+        reader = self._reader(self.schemas.schema(split.schema_id), columns, None)
         tables = list(reader.read_splits([split]))
         return pa.concat_tables(tables) if tables else reader.output_schema.empty_table()
-
-    def _latest_id(self) -> int | None:
-        return self.snapshot_store.latest_id()
 
     def to_pandas(self, columns: Sequence[str] | None = None, filter: Any = None, *,
                   snapshot_id: int | None = None, timestamp_ms: int | None = None,

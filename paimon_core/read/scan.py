@@ -57,6 +57,7 @@ class DataSplit:
     """Files of one (partition, bucket) to read together."""
 
     snapshot_id: int
+    schema_id: int  # the schema the split was planned (and is read) with
     partition: bytes
     partition_values: tuple[Any, ...]
     bucket: int
@@ -152,7 +153,7 @@ class TableScan:
         splits = []
         for (partition, bucket), files in groups.items():
             dv = deletion_files.get((partition, bucket), {})
-            splits.append(DataSplit(self.snapshot.id, partition, self.decode_partition(partition),
+            splits.append(DataSplit(self.snapshot.id, self.schema.id, partition, self.decode_partition(partition),
                                     bucket, tuple(files),
                                     {f.file_name: dv[f.file_name] for f in files if f.file_name in dv}))
         log.debug("scan of snapshot %d: %d files after partition pruning, %d after stats",

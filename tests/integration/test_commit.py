@@ -137,3 +137,15 @@ def test_transient_failure_then_success(catalog: pc.Catalog) -> None:
     table = _flaky_table(catalog, land_first=False, failures=2)
     assert table.write(events(range(3))) == 1
     assert table.read().num_rows == 3
+
+
+def test_failure_before_publishing_removes_the_new_files(catalog: pc.Catalog) -> None:
+    table = catalog.create_table("db.t", schema=EVENTS)
+    table.write(events(range(3)))
+    latest = table.latest_snapshot()
+    assert latest is not None
+    (Path(table.path) / "manifest" / latest.delta_manifest_list).unlink()
+    before = files_under(Path(table.path))
+    with pytest.raises(pc.errors.CorruptMetadataError, match="missing"):
+        table.write(events(range(3, 6)))
+    assert files_under(Path(table.path)) == before, "nothing landed, so nothing may stay behind"
