@@ -77,3 +77,11 @@ class UnsupportedFeatureError(PaimonError, NotImplementedError):
 
 class FileIOError(PaimonError, OSError):
     """A storage operation failed for a reason other than the target already existing."""
+
+
+class RowKindError(PaimonError, ValueError):
+    """A retraction (-U/-D) the table's merge engine does not accept without more options."""
+
+
+class AggregationOverflowError(PaimonError, ArithmeticError):
+    """An aggregate (sum, product) left the range of its column type, as Paimon refuses too."""

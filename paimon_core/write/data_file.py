@@ -13,12 +13,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyarrow import orc
 
+from paimon_core.columnar import int64_array
 from paimon_core.fileio import FileIO
 from paimon_core.manifest import DataFileMeta
 from paimon_core.options import TableOptions
 from paimon_core.stats import StatsCollector
 from paimon_core.types import DataField, arrow_schema
-from paimon_core.write.routing import int64_array
 
 log = logging.getLogger(__name__)
 

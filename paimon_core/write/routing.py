@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_core.binary_row import EMPTY_ROW, arrow_scalar_to_internal, hash_arrow_rows, serialize_with_arity
+from paimon_core.columnar import int64_array
 from paimon_core.layout import partition_path, partition_value_string
 from paimon_core.options import TableOptions
 from paimon_core.schema import TableSchema
@@ -48,12 +49,6 @@ def fixed_buckets(columns: Sequence[pa.Array | pa.ChunkedArray], types: Sequence
     """Bucket of every row for a fixed-bucket table: ``abs(hash % N)`` with Java's ``%``."""
     hashes = hash_arrow_rows(columns, types).astype(np.int64)
     return np.abs(np.fmod(hashes, num_buckets))
-
-
-def int64_array(values: np.ndarray) -> pa.Array:
-    """Wrap int64 numpy data as Arrow without ``pa.array`` (which imports pandas on first use)."""
-    values = np.ascontiguousarray(values, dtype=np.int64)
-    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])
 
 
 class Router:

@@ -1,0 +1,27 @@
+"""``deduplicate``: the newest version of a key wins; a newest -U/-D means the key is gone."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from paimon_core.columnar import int64_array
+from paimon_core.keyvalue import is_retract
+from paimon_core.merge.engine import MergeEngine, kinds_of, last_where
+from paimon_core.merge.sort import Groups
+
+
+class Deduplicate(MergeEngine):
+    """With ``ignore-delete`` retractions are skipped, so the newest addition wins."""
+
+    name = "deduplicate"
+
+    def __init__(self, *, ignore_delete: bool = False) -> None:
+        self.ignore_delete = ignore_delete
+
+    def merge_groups(self, table: pa.Table, groups: Groups) -> tuple[pa.Table, np.ndarray]:
+        if not self.ignore_delete:
+            return table.take(int64_array(groups.ends - 1)), np.ones(len(groups), dtype=bool)
+        last = last_where(~is_retract(kinds_of(table)), groups)
+        kept = last >= 0
+        return table.take(int64_array(last[kept])), kept

@@ -1,0 +1,62 @@
+"""Merge order of key-value rows and the boundaries of each key's group of versions.
+
+Rows are sorted stably by (trimmed primary key, ``sequence.field`` columns, ``_SEQUENCE_NUMBER``);
+the versions of one key are then a contiguous group, oldest first, ready for a merge engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from paimon_core.keyvalue import SEQUENCE_NUMBER
+
+
+@dataclass(frozen=True, slots=True)
+class Groups:
+    """Key groups of a table sorted in merge order: rows ``starts[g]..ends[g]-1`` are group g."""
+
+    starts: np.ndarray
+    ends: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    @property
+    def sizes(self) -> np.ndarray:
+        return self.ends - self.starts
+
+    def row_groups(self) -> np.ndarray:
+        """Group id of every row."""
+        return np.repeat(np.arange(len(self.starts)), self.sizes)
+
+
+def merge_order(table: pa.Table, keys: Sequence[str], sequence_fields: Sequence[str] = (),
+                *, descending_sequence: bool = False) -> pa.Table:
+    """``table`` sorted stably by key, then user sequence fields, then system sequence."""
+    order = "descending" if descending_sequence else "ascending"
+    sort_keys = ([(k, "ascending", "at_start") for k in keys]
+                 + [(f, order, "at_start") for f in sequence_fields]
+                 + [(SEQUENCE_NUMBER, "ascending", "at_start")])
+    indices = pc.sort_indices(table, sort_keys=sort_keys)
+    return table.take(indices)
+
+
+def key_groups(table: pa.Table, keys: Sequence[str]) -> Groups:
+    """Boundaries of runs of equal keys in a table sorted by ``keys``."""
+    n = table.num_rows
+    if n == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return Groups(empty, empty)
+    change = np.zeros(n - 1, dtype=bool)
+    for key in keys:
+        column = table.column(key).combine_chunks()
+        change |= np.asarray(pc.not_equal(column.slice(1), column.slice(0, n - 1))
+                             .to_numpy(zero_copy_only=False), dtype=bool)
+    starts = np.concatenate(([0], np.flatnonzero(change) + 1)).astype(np.int64)
+    ends = np.concatenate((starts[1:], [n])).astype(np.int64)
+    return Groups(starts, ends)
