@@ -6,7 +6,6 @@ inputs. A record is ``(kind, seq, values)`` with kind 0..3 (+I, -U, +U, -D).
 
 from __future__ import annotations
 
-import decimal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -117,10 +116,8 @@ class PartialUpdateRef:
 
     def _update_groups(self, row: dict[str, Any], values: dict[str, Any]) -> None:
         for name in self.columns:
-            group = self.group_of(name)
-            if group is None:
-                if values[name] is not None:
-                    row[name] = values[name]
+            if self.group_of(name) is None and values[name] is not None:
+                row[name] = values[name]
         for ordering, protected in self.groups:
             if all(values[o] is None for o in ordering):
                 continue
@@ -225,6 +222,3 @@ class AggregationRef:
                     row[name], values[name])
         return (3 if delete_row else 0), last_seq, row
 
-
-def exact(value: Any) -> Any:
-    return decimal.Decimal(value) if isinstance(value, decimal.Decimal) else value
