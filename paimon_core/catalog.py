@@ -20,10 +20,10 @@ from paimon_core.errors import (
     SchemaError,
     TableExistsError,
     TableNotFoundError,
-    UnsupportedFeatureError,
 )
 from paimon_core.fileio import FileIO
 from paimon_core.layout import TablePaths
+from paimon_core.merge import engine_for
 from paimon_core.names import Identifier, validate_identifier
 from paimon_core.schema import SchemaChange, TableSchema, create_schema
 from paimon_core.table import Table
@@ -133,8 +133,7 @@ class Catalog:
         table_schema = create_schema(schema, partition_keys=partition_keys, primary_keys=primary_keys,
                                      options=options, comment=comment, table=str(ident))
         if table_schema.primary_keys:
-            raise UnsupportedFeatureError(f"primary-key table {ident}: primary-key tables are not "
-                                          "supported yet; create an append table (no primary_keys)")
+            engine_for(table_schema, table_schema.table_options(), table=str(ident))  # validates the options
         path = self._table_path(ident)
         paths = TablePaths(path)
         if self.file_io.list_dir(paths.schema_dir):

@@ -29,9 +29,11 @@ from paimon_core.layout import TablePaths
 from paimon_core.manifest import (
     ADD,
     DELETE,
+    IndexManifestEntry,
     ManifestEntry,
     ManifestFileMeta,
     read_manifest_list,
+    write_index_manifest,
     write_manifest,
     write_manifest_list,
 )
@@ -57,6 +59,19 @@ class Overwrite:
 
     mode: str
     partition: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IndexUpdate:
+    """A new complete index list (e.g. dynamic-bucket HASH files) to commit with the data.
+
+    ``base_manifest`` is the index manifest the list was derived from: if another commit
+    replaced it meanwhile, the update is stale and the commit fails instead of retrying.
+    """
+
+    entries: list[IndexManifestEntry]
+    base_manifest: str | None
+    files: list[str]
 
 
 class FileStoreCommit:
@@ -107,7 +122,7 @@ class FileStoreCommit:
 
     def commit(self, messages: Sequence[CommitMessage], *,
                commit_identifier: int = BATCH_COMMIT_IDENTIFIER, overwrite: Overwrite | None = None,
-               properties: Mapping[str, str] | None = None) -> int | None:
+               properties: Mapping[str, str] | None = None, index: IndexUpdate | None = None) -> int | None:
         """Commit ``messages``; returns the new snapshot id, or None for a skipped empty commit.
 
         Raises:
@@ -122,12 +137,13 @@ class FileStoreCommit:
         data_paths = [self.paths.bucket_dir(m.partition.path, m.bucket) + "/" + f.file_name
                       for m in messages for f in m.new_files]
         add_metas = self.write_manifests(adds)
-        attempt = _Attempt(self, adds, add_metas, kind, commit_identifier, overwrite, properties)
+        attempt = _Attempt(self, adds, add_metas, kind, commit_identifier, overwrite, properties, index)
         try:
             return attempt.run()
         except BaseException:
             if not attempt.uncertain:  # every attempt provably lost or never published
-                for path in data_paths + [self.paths.manifest_file(m.file_name) for m in add_metas]:
+                index_files = index.files if index is not None else []
+                for path in data_paths + index_files + [self.paths.manifest_file(m.file_name) for m in add_metas]:
                     self.file_io.delete_quietly(path)
             raise
 
@@ -176,7 +192,8 @@ class _Attempt:
 
     def __init__(self, commit: FileStoreCommit, adds: list[ManifestEntry],
                  add_metas: list[ManifestFileMeta], kind: str, identifier: int,
-                 overwrite: Overwrite | None, properties: Mapping[str, str] | None) -> None:
+                 overwrite: Overwrite | None, properties: Mapping[str, str] | None,
+                 index: IndexUpdate | None) -> None:
         self.c = commit
         self.adds = adds
         self.add_metas = add_metas
@@ -184,6 +201,7 @@ class _Attempt:
         self.identifier = identifier
         self.overwrite = overwrite
         self.properties = dict(properties) if properties else None
+        self.index = index
         self.uncertain = False
         self.started = time.monotonic()
         first = commit.snapshots.latest_id()
@@ -224,6 +242,16 @@ class _Attempt:
         if not self.adds and not deletes and c.options.ignore_empty_commit:
             return "empty"
         created: list[str] = []
+        index_manifest = latest.index_manifest if latest else None
+        if self.index is not None:
+            if index_manifest != self.index.base_manifest:
+                raise CommitConflictError(
+                    f"the index of table {c.table} changed while this commit was prepared (another writer "
+                    "of this dynamic-bucket table committed); retry the write", snapshot_id=None)
+            index_manifest = f"index-manifest-{uuid.uuid4()}-0"
+            write_index_manifest(c.file_io, c.paths.manifest_file(index_manifest), self.index.entries,
+                                 c.options.manifest_compression)
+            created.append(c.paths.manifest_file(index_manifest))
         delete_metas = c.write_manifests(deletes)
         created += [c.paths.manifest_file(m.file_name) for m in delete_metas]
         base_metas: list[ManifestFileMeta] = []
@@ -243,7 +271,7 @@ class _Attempt:
             schema_id=max(c.schema.id, latest.schema_id if latest else 0),
             base_manifest_list=f"{list_id}-0", base_manifest_list_size=base_size,
             delta_manifest_list=f"{list_id}-1", delta_manifest_list_size=delta_size,
-            index_manifest=latest.index_manifest if latest else None,
+            index_manifest=index_manifest,
             commit_user=c.commit_user, commit_identifier=self.identifier, commit_kind=self.kind,
             time_millis=int(time.time() * 1000),
             total_record_count=(latest.total_record_count if latest else 0) + delta_rows,

@@ -220,6 +220,16 @@ class IndexManifestEntry:
     external_path: str | None = None
     global_index: dict[str, Any] | None = field(default=None)
 
+    def to_avro(self) -> dict[str, Any]:
+        ranges = None if self.dv_ranges is None else [
+            {"f0": r.data_file, "f1": r.offset, "f2": r.length, "_CARDINALITY": r.cardinality}
+            for r in self.dv_ranges]
+        return {"_VERSION": 1, "_KIND": self.kind, "_PARTITION": self.partition,
+                "_BUCKET": self.bucket, "_INDEX_TYPE": self.index_type,
+                "_FILE_NAME": self.file_name, "_FILE_SIZE": self.file_size,
+                "_ROW_COUNT": self.row_count, "_DELETIONS_VECTORS_RANGES": ranges,
+                "_EXTERNAL_PATH": self.external_path, "_GLOBAL_INDEX": self.global_index}
+
     @staticmethod
     def from_avro(record: dict[str, Any]) -> IndexManifestEntry:
         raw_ranges = record.get("_DELETIONS_VECTORS_RANGES")
@@ -279,6 +289,24 @@ MANIFEST_FILE_META_SCHEMA = fastavro.parse_schema({
         _optional("_MAX_ROW_ID", "long"), _optional("_TOTAL_BUCKETS", "int"),
         _optional("_EXTRA_FILES", _STRING_ARRAY)]})
 
+INDEX_MANIFEST_ENTRY_SCHEMA = fastavro.parse_schema({
+    "type": "record", "name": "IndexManifestEntry", "fields": [
+        {"name": "_VERSION", "type": "int"}, {"name": "_KIND", "type": "int"},
+        {"name": "_PARTITION", "type": "bytes"}, {"name": "_BUCKET", "type": "int"},
+        {"name": "_INDEX_TYPE", "type": "string"}, {"name": "_FILE_NAME", "type": "string"},
+        {"name": "_FILE_SIZE", "type": "long"}, {"name": "_ROW_COUNT", "type": "long"},
+        _optional("_DELETIONS_VECTORS_RANGES", {"type": "array", "items": {
+            "type": "record", "name": "record_DELETIONS_VECTORS_RANGES", "fields": [
+                {"name": "f0", "type": "string"}, {"name": "f1", "type": "int"},
+                {"name": "f2", "type": "int"}, _optional("_CARDINALITY", "long")]}}),
+        _optional("_EXTERNAL_PATH", "string"),
+        _optional("_GLOBAL_INDEX", {"type": "record", "name": "record_GLOBAL_INDEX", "fields": [
+            {"name": "_ROW_RANGE_START", "type": "long"}, {"name": "_ROW_RANGE_END", "type": "long"},
+            {"name": "_INDEX_FIELD_ID", "type": "int"},
+            _optional("_EXTRA_FIELD_IDS", {"type": "array", "items": "int"}),
+            _optional("_INDEX_META", "bytes"), _optional("_SOURCE_META", "bytes")]})]})
+
+
 # ------------------------------------------------------------------------------------------
 # reading and writing
 # ------------------------------------------------------------------------------------------
@@ -334,6 +362,12 @@ def write_manifest_list(file_io: FileIO, path: str, metas: Sequence[ManifestFile
     """Write a manifest list; returns its size in bytes."""
     return _write_records(file_io, path, MANIFEST_FILE_META_SCHEMA,
                           (m.to_avro() for m in metas), compression)
+
+
+def write_index_manifest(file_io: FileIO, path: str, entries: Sequence[IndexManifestEntry],
+                         compression: str) -> int:
+    return _write_records(file_io, path, INDEX_MANIFEST_ENTRY_SCHEMA,
+                          (e.to_avro() for e in entries), compression)
 
 
 def write_manifest(file_io: FileIO, path: str, entries: Sequence[ManifestEntry],

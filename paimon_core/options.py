@@ -204,10 +204,14 @@ class TableOptions:
     sequence_field: tuple[str, ...] = opt("sequence.field", (),
                                           "User columns that order updates before the system "
                                           "sequence number.", _parse_list)
+    sequence_field_sort_order: str = opt("sequence.field.sort-order", "ascending",
+                                         "Whether larger or smaller sequence.field values are newer.",
+                                         _choice("ascending", "descending"))
     rowkind_field: str | None = opt("rowkind.field", None,
                                     "String column holding each row's kind (+I/-U/+U/-D).", _parse_str)
     ignore_delete: bool = opt("ignore-delete", False, "Drop -D/-U rows at write and in merges.",
                               _parse_bool)
+    ignore_update_before: bool = opt("ignore-update-before", False, "Drop -U rows at write.", _parse_bool)
     partial_update_remove_record_on_delete: bool = opt(
         "partial-update.remove-record-on-delete", False,
         "A -D removes the whole row in partial-update.", _parse_bool)
@@ -346,6 +350,13 @@ class TableOptions:
                 raise OptionError(f"bad value {text!r} for option {spec.key!r}{where}: {exc}") from None
         for key, text in options.items():
             _validate_field_option(key, text, where)
+        if "ignore-delete" not in options:  # Paimon's fallback keys of ignore-delete
+            for key in ("first-row.ignore-delete", "deduplicate.ignore-delete", "partial-update.ignore-delete"):
+                if key in options:
+                    try:
+                        values["ignore_delete"] = _parse_bool(options[key])
+                    except ValueError as exc:
+                        raise OptionError(f"bad value {options[key]!r} for option {key!r}{where}: {exc}") from None
         return cls(**values, raw=dict(options))
 
     def to_map(self) -> dict[str, str]:
@@ -366,6 +377,10 @@ class TableOptions:
         if self.target_file_size is not None:
             return self.target_file_size
         return 128 * MiB if primary_key else 256 * MiB
+
+    @property
+    def sequence_descending(self) -> bool:
+        return self.sequence_field_sort_order == "descending"
 
     @property
     def sorted_run_stop_trigger(self) -> int:

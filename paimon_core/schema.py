@@ -179,6 +179,9 @@ def validate_schema(schema: TableSchema, *, table: str = "") -> None:
         if not isinstance(schema.field(key).type, AtomicType):
             raise SchemaError(f"partition key {key!r}{where} must have an atomic type, "
                               f"not {type_to_json(schema.field(key).type)}")
+    if schema.primary_keys and not set(schema.partition_keys) <= set(schema.primary_keys):
+        raise SchemaError(f"primary key {list(schema.primary_keys)}{where} must include the partition keys "
+                          f"{list(schema.partition_keys)}")
     if schema.primary_keys and set(schema.primary_keys) == set(schema.partition_keys):
         raise SchemaError(f"primary key {list(schema.primary_keys)}{where} must not be just the "
                           "partition keys")
@@ -281,7 +284,7 @@ def apply_changes(schema: TableSchema, changes: Iterable[SchemaChange], *,
         elif isinstance(change, DropColumn):
             fields = _drop_column(schema, fields, change, where)
         elif isinstance(change, UpdateColumnType):
-            fields = _update_type(fields, change, where)
+            fields = _update_type(schema, fields, change, where)
         elif isinstance(change, SetOption | RemoveOption):
             _check_mutable_option(change.key, where)
             if isinstance(change, SetOption):
@@ -341,7 +344,10 @@ def _drop_column(schema: TableSchema, fields: list[DataField], change: DropColum
     return fields[:i] + fields[i + 1:]
 
 
-def _update_type(fields: list[DataField], change: UpdateColumnType, where: str) -> list[DataField]:
+def _update_type(schema: TableSchema, fields: list[DataField], change: UpdateColumnType,
+                 where: str) -> list[DataField]:
+    if change.name in schema.primary_keys or change.name in schema.partition_keys:
+        raise SchemaError(f"cannot change the type of key column {change.name!r}{where}")
     i = _index(fields, change.name, where)
     old = fields[i].type
     new = with_nullable(from_arrow_type(change.arrow_type, old.nullable, [-1]), old.nullable)

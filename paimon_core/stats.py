@@ -117,9 +117,10 @@ class StatsCollector:
         self._columns = [_ColumnAccumulator(mode, f.type) for mode, f in zip(self.modes, fields)]
 
     def update(self, data: pa.Table | pa.RecordBatch) -> None:
-        for i, accumulator in enumerate(self._columns):
+        """Fold in a chunk holding (at least) the collector's columns, found by name."""
+        for data_field, accumulator in zip(self.fields, self._columns):
             if accumulator.mode.collects_anything:
-                accumulator.update(data.column(i))
+                accumulator.update(data.column(data_field.name))
 
     def result(self) -> tuple[SimpleStats, tuple[str, ...] | None]:
         """The stats and ``_VALUE_STATS_COLS`` (None = every column, () = none)."""

@@ -17,9 +17,11 @@ from paimon_core.commit import FileStoreCommit, Overwrite
 from paimon_core.errors import SchemaError, SnapshotNotFoundError, UnsupportedFeatureError
 from paimon_core.fileio import FileIO
 from paimon_core.layout import TablePaths
-from paimon_core.manifest import ManifestEntry
+from paimon_core.manifest import ManifestEntry, read_index_manifest
+from paimon_core.merge import engine_for
 from paimon_core.names import Identifier
 from paimon_core.options import TableOptions
+from paimon_core.read.merge_read import MergeSplitReader
 from paimon_core.read.predicate import Predicate, parse_filter
 from paimon_core.read.scan import DataSplit, PartitionDecoder, TableScan, live_entries
 from paimon_core.read.split_read import SplitReader
@@ -28,6 +30,7 @@ from paimon_core.schema_store import SchemaStore
 from paimon_core.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotStore
 from paimon_core.write.append_writer import AppendWriter
 from paimon_core.write.conform import check_partition_values, conform, iter_input
+from paimon_core.write.primary_key_sink import IndexState, PrimaryKeySink
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -153,7 +156,7 @@ class Table:
         return TableWrite(self, commit_user=commit_user, commit_identifier=commit_identifier,
                           overwrite=overwrite, properties=properties)
 
-    def write(self, data: Any, *, overwrite: OverwriteArg = False,
+    def write(self, data: Any, *, overwrite: OverwriteArg = False, row_kind: str | None = None,
               commit_user: str | None = None, commit_identifier: int | None = None,
               properties: Mapping[str, str] | None = None) -> int | None:
         """Write ``data`` (Arrow table/batches/reader, pandas) as one atomic commit.
@@ -163,7 +166,15 @@ class Table:
         """
         with self.new_write(commit_user=commit_user, commit_identifier=commit_identifier,
                             overwrite=overwrite, properties=properties) as writer:
-            writer.write(data)
+            writer.write(data, row_kind=row_kind)
+            return writer.commit()
+
+    def delete(self, keys: Any, *, commit_user: str | None = None, commit_identifier: int | None = None,
+               properties: Mapping[str, str] | None = None) -> int | None:
+        """Delete rows of a primary-key table by key, as one commit of -D rows."""
+        with self.new_write(commit_user=commit_user, commit_identifier=commit_identifier,
+                            properties=properties) as writer:
+            writer.delete(keys)
             return writer.commit()
 
     # ---- reading -------------------------------------------------------------------------
@@ -219,6 +230,10 @@ class Table:
 
     def _reader(self, schema: TableSchema, columns: Sequence[str] | None, filter: Any) -> SplitReader:
         predicate, expression = self._filters(filter, schema)
+        if schema.primary_keys:
+            engine = engine_for(schema, TableOptions.from_map(schema.effective_options()), table=self.name)
+            return MergeSplitReader(self.file_io, self.paths, self.schemas, schema, columns=columns,
+                                    predicate=predicate, expression=expression, table=self.name, engine=engine)
         return SplitReader(self.file_io, self.paths, self.schemas, schema, columns=columns,
                            predicate=predicate, expression=expression, table=self.name)
 
@@ -226,7 +241,6 @@ class Table:
                 reader: SplitReader) -> list[DataSplit]:
         if snapshot is None:
             return []
-        self._refuse_primary_key(schema, "reading")
         return TableScan(self.file_io, self.paths, self.schemas, snapshot, schema,
                          reader.predicate).plan()
 
@@ -256,10 +270,6 @@ class Table:
             return self.tag(tag)
         return self.snapshot_store.latest()
 
-    def _refuse_primary_key(self, schema: TableSchema, action: str) -> None:
-        if schema.primary_keys:
-            raise UnsupportedFeatureError(
-                f"{action} primary-key table {self.name} is not supported yet")
 
 
 class TableWrite:
@@ -274,7 +284,6 @@ class TableWrite:
         self.table = table
         self.schema = table.schema
         self.options = TableOptions.from_map(self.schema.effective_options(), table=table.name)
-        table._refuse_primary_key(self.schema, "writing")
         for key in ("row-tracking.enabled", "data-evolution.enabled"):
             if self.schema.options.get(key, "false").lower() == "true":
                 raise UnsupportedFeatureError(f"writing table {table.name} with {key}=true is not "
@@ -285,8 +294,19 @@ class TableWrite:
         self.overwrite = self._overwrite_spec(overwrite)
         self.properties = properties
         self._static = self._static_filter()
-        self._writer = AppendWriter(table.file_io, table.paths, self.schema, self.options,
-                                    next_sequence=self._restore_sequence() if self.options.bucket > 0 else None)
+        latest = table.snapshot_store.latest()
+        self._sink: PrimaryKeySink | None = None
+        self._appender: AppendWriter | None = None
+        if self.schema.primary_keys:
+            index_entries = read_index_manifest(table.file_io, table.paths.manifest_file(latest.index_manifest)) \
+                if latest is not None and latest.index_manifest else []
+            self._sink = PrimaryKeySink(table.file_io, table.paths, self.schema, self.options, table=table.name,
+                                        next_sequence=self._restore_sequence(latest),
+                                        index=IndexState(latest.index_manifest if latest else None, index_entries))
+        else:
+            restore = self._restore_sequence(latest) if self.options.bucket > 0 else None
+            self._appender = AppendWriter(table.file_io, table.paths, self.schema, self.options,
+                                          next_sequence=restore)
         self._closed = False
 
     def _overwrite_spec(self, overwrite: OverwriteArg) -> Overwrite | None:
@@ -324,9 +344,8 @@ class TableWrite:
             expression = term if expression is None else expression & term
         return expression
 
-    def _restore_sequence(self) -> Any:
-        """Next sequence number per (partition, bucket) of a fixed-bucket table."""
-        latest = self.table.snapshot_store.latest()
+    def _restore_sequence(self, latest: Snapshot | None) -> Any:
+        """Next sequence number per (partition, bucket): one past the largest in its files."""
         highest: dict[tuple[bytes, int], int] = {}
         if latest is not None:
             entry: ManifestEntry
@@ -335,16 +354,35 @@ class TableWrite:
                 highest[key] = max(highest.get(key, -1), entry.file.max_sequence_number)
         return lambda partition, bucket: highest.get((partition, bucket), -1) + 1
 
-    def write(self, data: Any) -> None:
-        """Add rows; they become visible only when :meth:`commit` succeeds."""
+    def write(self, data: Any, *, row_kind: str | None = None) -> None:
+        """Add rows; they become visible only when :meth:`commit` succeeds.
+
+        Args:
+            row_kind: for primary-key tables, the kind of every row (``+I``, ``-U``, ``+U``,
+                ``-D``); by default the ``rowkind.field`` column's value, else ``+I`` (upsert).
+        """
+        self._add(data, row_kind=row_kind, keys_only=False)
+
+    def delete(self, keys: Any) -> None:
+        """Delete rows of a primary-key table by key (other columns may be omitted)."""
+        if self._sink is None:
+            raise UnsupportedFeatureError(f"table {self.table.name} has no primary key to delete by")
+        self._add(keys, row_kind="-D", keys_only=True)
+
+    def _add(self, data: Any, *, row_kind: str | None, keys_only: bool) -> None:
         if self._closed:
             raise SchemaError(f"this writer of table {self.table.name} is already closed")
+        if self._sink is None and row_kind not in (None, "+I"):
+            raise UnsupportedFeatureError(f"append table {self.table.name} only takes +I rows, not {row_kind!r}")
         try:
             for batch in iter_input(data):
-                conformed = conform(batch, self.schema, self.table.name)
+                conformed = conform(batch, self.schema, self.table.name, keys_only=keys_only)
                 check_partition_values(conformed, self.schema, self.table.name)
                 self._check_static(conformed)
-                self._writer.write(conformed)
+                if self._sink is not None:
+                    self._sink.add(conformed, self._sink.kinds_of(conformed, row_kind))
+                elif self._appender is not None:
+                    self._appender.write(conformed)
         except BaseException:
             self.abort()
             raise
@@ -374,18 +412,26 @@ class TableWrite:
                              self.commit_identifier, self.table.name, self.commit_user, done)
                     self.abort()
                     return done
-            messages = self._writer.prepare_commit()
-            self._writer.close()
+            index = None
+            if self._sink is not None:
+                messages, index = self._sink.prepare()
+            else:
+                assert self._appender is not None
+                messages = self._appender.prepare_commit()
+                self._appender.close()
         except BaseException:
             self.abort()
             raise
         self._closed = True
         return committer.commit(messages, commit_identifier=self.commit_identifier,
-                                overwrite=self.overwrite, properties=self.properties)
+                                overwrite=self.overwrite, properties=self.properties, index=index)
 
     def abort(self) -> None:
         """Discard everything written and not committed."""
-        self._writer.abort()
+        if self._sink is not None:
+            self._sink.abort()
+        if self._appender is not None:
+            self._appender.abort()
         self._closed = True
 
     def __enter__(self) -> TableWrite:
@@ -401,7 +447,15 @@ class TableWrite:
 
     @property
     def rows_written(self) -> int:
-        return self._writer.rows_written
+        return self._sink.rows_written if self._sink is not None else (
+            self._appender.rows_written if self._appender is not None else 0)
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes held in the write buffer (bounded by ``write-buffer-size``)."""
+        if self._sink is not None:
+            return self._sink.writer.buffered_bytes
+        return self._appender.buffered_bytes if self._appender is not None else 0
 
 
 def _internal_scalar(value: Any, arrow_type: pa.DataType) -> pa.Scalar:

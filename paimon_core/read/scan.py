@@ -187,6 +187,11 @@ class TableScan:
         if self.predicate is None:
             return True
         ranges = self.file_ranges(meta)
+        if self.schema.primary_keys:
+            # Only key columns may prune files of a primary-key table: a file whose values do not
+            # match can still hold the newest version of a matching key's older row.
+            keys = set(self.schema.trimmed_primary_keys)
+            ranges = {name: known for name, known in ranges.items() if name in keys}
         return self.predicate.may_match(ranges.get)
 
     def file_ranges(self, meta: DataFileMeta) -> dict[str, ColumnRange]:

@@ -96,7 +96,7 @@ class SplitReader:
                 rows = data.num_rows
             else:
                 with self.file_io.open_input(path) as source:
-                    data, rows = _read_all(source, path, physical)
+                    data, rows = read_all(source, path, physical)
         except FileNotFoundError:
             raise CorruptMetadataError(f"data file {path} of table {self.table} is missing") from None
         table = self._to_read_schema(data, file_fields, rows)
@@ -216,7 +216,7 @@ def _format_of(path: str) -> str:
     return path.rsplit(".", 1)[-1].lower()
 
 
-def _read_all(source: pa.NativeFile, path: str, columns: list[str]) -> tuple[pa.Table, int]:
+def read_all(source: pa.NativeFile, path: str, columns: list[str]) -> tuple[pa.Table, int]:
     """The file's chosen columns and its row count (also known when no column is chosen)."""
     fmt = _format_of(path)
     if fmt == "parquet":

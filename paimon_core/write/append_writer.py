@@ -18,7 +18,8 @@ from paimon_core.fileio import FileIO
 from paimon_core.layout import TablePaths
 from paimon_core.options import TableOptions
 from paimon_core.schema import TableSchema
-from paimon_core.write.data_file import RollingFileWriter
+from paimon_core.types import arrow_schema
+from paimon_core.write.data_file import AppendContent, RollingFileWriter, SequenceCounter
 from paimon_core.write.flusher import Flusher
 from paimon_core.write.message import CommitMessage
 from paimon_core.write.routing import Partition, Router
@@ -107,12 +108,13 @@ class AppendWriter:
         key = (partition.row, bucket)
         entry = self._writers.get(key)
         if entry is None:
-            first = self._next_sequence(partition.row, bucket) if self._next_sequence else 0
+            counter = SequenceCounter(self._next_sequence(partition.row, bucket) if self._next_sequence else 0)
             writer = RollingFileWriter(
-                self.file_io, self.paths.bucket_dir(partition.path, bucket), self.schema.fields,
-                schema_id=self.schema.id, options=self.options,
+                self.file_io, self.paths.bucket_dir(partition.path, bucket),
+                file_schema=arrow_schema(self.schema.fields, with_ids=True), stats_fields=self.schema.fields,
+                content=lambda: AppendContent(counter), schema_id=self.schema.id, options=self.options,
                 target_size=self.options.target_file_size_for(primary_key=False),
-                prefix=self.options.data_file_prefix, first_sequence=first)
+                prefix=self.options.data_file_prefix)
             entry = self._writers[key] = (partition, writer)
         return entry[1]
 

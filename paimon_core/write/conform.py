@@ -45,17 +45,28 @@ def _is_pandas(data: Any) -> bool:
     return module.startswith("pandas") and type(data).__name__ == "DataFrame"
 
 
-def conform(data: Batch, schema: TableSchema, table: str) -> pa.Table:
-    """Return ``data`` as a table with exactly the schema's columns, order and storage types."""
+def conform(data: Batch, schema: TableSchema, table: str, *, keys_only: bool = False) -> pa.Table:
+    """Return ``data`` as a table with exactly the schema's columns, order and storage types.
+
+    With ``keys_only`` (deletes by key) only the key, partition and NOT NULL columns are
+    required; other columns may be absent and are then null.
+    """
     names = data.schema.names
     expected = schema.field_names
-    missing = [n for n in expected if n not in names]
+    not_null = {f.name for f in schema.fields if not f.type.nullable}
+    required = set(schema.primary_keys) | set(schema.partition_keys) | not_null if keys_only else set(expected)
+    missing = [n for n in expected if n not in names and n in required]
     extra = [n for n in names if n not in expected]
     if missing or extra or len(set(names)) != len(names):
         raise SchemaError(
             f"columns of the data written to table {table} do not match the table: "
             f"missing {missing}, unexpected {extra}; the table has {expected}")
-    columns = [_conform_column(data.column(names.index(f.name)), f, table) for f in schema.fields]
+    columns = []
+    for data_field in schema.fields:
+        if data_field.name in names:
+            columns.append(_conform_column(data.column(names.index(data_field.name)), data_field, table))
+        else:
+            columns.append(pa.nulls(data.num_rows, to_arrow_type(data_field.type)))
     return pa.Table.from_arrays(columns, schema=schema.arrow_schema())
 
 

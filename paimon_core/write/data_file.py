@@ -5,20 +5,24 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyarrow import orc
 
+from paimon_core.binary_row import arrow_scalar_to_internal, serialize_with_arity
 from paimon_core.columnar import int64_array
 from paimon_core.fileio import FileIO
+from paimon_core.keyvalue import DELETE, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND
 from paimon_core.manifest import DataFileMeta
 from paimon_core.options import TableOptions
 from paimon_core.stats import StatsCollector
-from paimon_core.types import DataField, arrow_schema
+from paimon_core.types import DataField
 
 log = logging.getLogger(__name__)
 
@@ -71,36 +75,67 @@ class _FormatWriter:
         return int(self.sink.tell())
 
 
+class FileContent(Protocol):
+    """Per-file bookkeeping beyond value stats: sequence numbers, keys, deletes."""
+
+    def update(self, piece: pa.Table) -> None: ...
+
+    def meta(self) -> dict[str, Any]: ...
+
+
+@dataclass(slots=True)
+class SequenceCounter:
+    """The next sequence number of an append bucket, shared by its successive files."""
+
+    next: int = 0
+
+
+class AppendContent:
+    """Append files number their rows one after another (as Java's append writer does)."""
+
+    def __init__(self, counter: SequenceCounter) -> None:
+        self.counter = counter
+        self.first = counter.next
+
+    def update(self, piece: pa.Table) -> None:
+        self.counter.next += piece.num_rows
+
+    def meta(self) -> dict[str, Any]:
+        return {"min_sequence_number": self.first, "max_sequence_number": self.counter.next - 1,
+                "delete_row_count": 0}
+
+
 @dataclass(slots=True)
 class _OpenFile:
     name: str
     path: str
     writer: _FormatWriter
     stats: StatsCollector
+    content: FileContent
     rows: int = 0
-    min_sequence: int = 0
 
 
 class RollingFileWriter:
     """Writes the chunks of one (partition, bucket) into data files rolled at the target size.
 
-    Each :meth:`write` call becomes one row group. Files are closed once they pass
+    Chunks arrive in the file layout (``file_schema``); ``stats_fields`` are the columns whose
+    value stats are kept. Each chunk becomes row groups; files are closed once they pass
     ``target_size``; :meth:`close` returns the metadata of every file written, and
     :meth:`abort` deletes them all (used when a write fails before its commit).
     """
 
-    def __init__(self, file_io: FileIO, directory: str, fields: Sequence[DataField], *,
-                 schema_id: int, options: TableOptions, target_size: int,
-                 prefix: str, first_sequence: int = 0) -> None:
+    def __init__(self, file_io: FileIO, directory: str, *, file_schema: pa.Schema,
+                 stats_fields: Sequence[DataField], content: Callable[[], FileContent],
+                 schema_id: int, options: TableOptions, target_size: int, prefix: str) -> None:
         self.file_io = file_io
         self.directory = directory
-        self.fields = list(fields)
-        self.schema = arrow_schema(self.fields, with_ids=True)
+        self.fields = list(stats_fields)
+        self.schema = file_schema
+        self.new_content = content
         self.schema_id = schema_id
         self.options = options
         self.target_size = target_size
         self.prefix = f"{prefix}{uuid.uuid4()}-"
-        self.next_sequence = first_sequence
         self._counter = 0
         self._current: _OpenFile | None = None
         self._memory_bytes = 0  # in-memory bytes written so far (to learn the encoded ratio)
@@ -120,6 +155,7 @@ class RollingFileWriter:
             before = current.writer.bytes_written
             current.writer.write(piece)
             current.stats.update(piece)
+            current.content.update(piece)
             current.rows += rows
             self._memory_bytes += piece.nbytes
             self._file_bytes += current.writer.bytes_written - before
@@ -147,8 +183,7 @@ class RollingFileWriter:
         self._paths.append(path)
         sink = self.file_io.open_output(path)
         self._current = _OpenFile(name, path, _FormatWriter(sink, self.schema, self.options),
-                                  StatsCollector(self.fields, self.options),
-                                  min_sequence=self.next_sequence)
+                                  StatsCollector(self.fields, self.options), self.new_content())
         return self._current
 
     def _roll(self) -> None:
@@ -159,15 +194,16 @@ class RollingFileWriter:
         current.writer.close()
         value_stats, stats_cols = current.stats.result()
         size = self.file_io.file_size(current.path)
-        max_sequence = current.min_sequence + current.rows - 1
-        self.next_sequence = max_sequence + 1
         self.files.append(DataFileMeta(
             file_name=current.name, file_size=size, row_count=current.rows,
-            value_stats=value_stats, min_sequence_number=current.min_sequence,
-            max_sequence_number=max_sequence, schema_id=self.schema_id, level=0,
-            creation_time_ms=local_now_millis(), delete_row_count=0,
-            value_stats_cols=stats_cols))
+            value_stats=value_stats, schema_id=self.schema_id, level=0,
+            creation_time_ms=local_now_millis(), value_stats_cols=stats_cols,
+            **current.content.meta()))
         log.debug("wrote %s: %d rows, %d bytes", current.path, current.rows, size)
+
+    def roll(self) -> None:
+        """Close the current file, so the next rows start a new one (a new sorted run)."""
+        self._roll()
 
     def close(self) -> list[DataFileMeta]:
         self._roll()
@@ -185,6 +221,44 @@ class RollingFileWriter:
             self.file_io.delete_quietly(path)
         self.files.clear()
 
-    @property
-    def written_paths(self) -> list[str]:
-        return list(self._paths)
+
+class KeyValueContent:
+    """Primary-key files: min/max key rows, key stats, sequence range and retraction count.
+
+    Requires: pieces in the file layout, sorted by key (the first row holds the minimum key).
+    """
+
+    def __init__(self, key_fields: Sequence[DataField]) -> None:
+        self.key_fields = list(key_fields)
+        self.key_types = [f.type for f in self.key_fields]
+        self.key_stats = StatsCollector(self.key_fields, TableOptions.from_map({"metadata.stats-mode": "full",
+                                                                                "metadata.stats-dense-store": "false"}))
+        self.first_key: tuple[Any, ...] | None = None
+        self.last_key: tuple[Any, ...] = ()
+        self.min_sequence: int | None = None
+        self.max_sequence = 0
+        self.deletes = 0
+
+    def _key_at(self, piece: pa.Table, row: int) -> tuple[Any, ...]:
+        return tuple(arrow_scalar_to_internal(piece.column(f.name)[row], f.type) for f in self.key_fields)
+
+    def update(self, piece: pa.Table) -> None:
+        if piece.num_rows == 0:
+            return
+        if self.first_key is None:
+            self.first_key = self._key_at(piece, 0)
+        self.last_key = self._key_at(piece, piece.num_rows - 1)
+        self.key_stats.update(piece)
+        bounds = pc.min_max(piece.column(SEQUENCE_NUMBER))
+        low, high = bounds["min"].as_py(), bounds["max"].as_py()
+        self.min_sequence = low if self.min_sequence is None else min(self.min_sequence, low)
+        self.max_sequence = max(self.max_sequence, high)
+        kinds = piece.column(VALUE_KIND)
+        self.deletes += int(pc.sum(pc.or_(pc.equal(kinds, UPDATE_BEFORE), pc.equal(kinds, DELETE))).as_py() or 0)
+
+    def meta(self) -> dict[str, Any]:
+        key_stats, _ = self.key_stats.result()
+        return {"min_key": serialize_with_arity(self.first_key or (), self.key_types),
+                "max_key": serialize_with_arity(self.last_key, self.key_types), "key_stats": key_stats,
+                "min_sequence_number": self.min_sequence or 0, "max_sequence_number": self.max_sequence,
+                "delete_row_count": self.deletes}

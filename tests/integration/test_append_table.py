@@ -92,7 +92,7 @@ def test_streaming_writer_bounds_its_buffer(catalog: pc.Catalog) -> None:
         peak = 0
         for batch in reader:
             writer.write(batch)
-            peak = max(peak, writer._writer.buffered_bytes)
+            peak = max(peak, writer.buffered_bytes)
         sid = writer.commit()
     assert sid == 1 and peak <= 256 * 1024 + max(b.nbytes for b in batches)
     assert table.read().num_rows == 80_000

@@ -1,0 +1,109 @@
+"""Merge-on-read of primary-key tables, one key-range section at a time.
+
+A bucket's files are split into sections of overlapping key ranges (by their min/max keys);
+only files of one section are merged together, so memory and time follow the overlap, not
+the bucket size. A section of one file is read as is (a file never holds a key twice);
+otherwise its rows are put in merge order, folded by the merge engine, and keys whose merged
+row is a retraction (-U/-D) are dropped. Value filters are applied after the merge, never
+before (that would resurrect older versions of a key).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from paimon_core.binary_row import deserialize_with_arity
+from paimon_core.errors import CorruptMetadataError
+from paimon_core.keyvalue import DELETE, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND
+from paimon_core.manifest import DataFileMeta
+from paimon_core.merge.aggregation import Aggregation
+from paimon_core.merge.engine import MergeEngine
+from paimon_core.merge.partial_update import PartialUpdate
+from paimon_core.merge.sort import key_groups, merge_order
+from paimon_core.options import TableOptions
+from paimon_core.read.scan import DataSplit
+from paimon_core.read.split_read import SplitReader, read_all
+from paimon_core.schema import TableSchema
+
+Section = list[DataFileMeta]
+
+
+def sections(files: Sequence[DataFileMeta], key_types: Sequence[Any]) -> list[Section]:
+    """Groups of files whose key ranges overlap (transitively), in key order."""
+    def bounds(meta: DataFileMeta) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        return (deserialize_with_arity(meta.min_key, key_types), deserialize_with_arity(meta.max_key, key_types))
+
+    ordered = sorted(((bounds(f), f) for f in files), key=lambda item: item[0][0])
+    out: list[Section] = []
+    section_max: tuple[Any, ...] | None = None
+    for (low, high), meta in ordered:
+        if out and section_max is not None and low <= section_max:
+            out[-1].append(meta)
+            section_max = max(section_max, high)
+        else:
+            out.append([meta])
+            section_max = high
+    return out
+
+
+class MergeSplitReader(SplitReader):
+    """Reads splits of a primary-key table through its merge engine."""
+
+    def __init__(self, *args: Any, engine: MergeEngine, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.engine = engine
+        schema: TableSchema = self.schema
+        options = TableOptions.from_map(schema.effective_options(), table=self.table)
+        self.keys = schema.trimmed_primary_keys
+        self.key_types = [schema.field(k).type for k in self.keys]
+        self.sequence_fields = list(options.sequence_field)
+        self.descending = options.sequence_descending
+        whole_row = isinstance(engine, PartialUpdate | Aggregation)
+        needed = {f.name for f in self.read_fields} | set(self.keys) | set(self.sequence_fields)
+        self.read_fields = [f for f in schema.fields if whole_row or f.name in needed]
+
+    def read_splits(self, splits: Sequence[DataSplit]) -> Iterator[pa.Table]:
+        for split in splits:
+            for section in sections(split.files, self.key_types):
+                yield self._finish(self.read_section(split, section))
+
+    def iter_batches(self, splits: Sequence[DataSplit], batch_size: int = 65536) -> Iterator[pa.RecordBatch]:
+        for table in self.read_splits(splits):
+            yield from table.to_batches(max_chunksize=batch_size)
+
+    def read_section(self, split: DataSplit, section: Section) -> pa.Table:
+        """Merged rows of one section (memory layout without system columns), retractions dropped."""
+        tables = [self.read_key_values(split, meta) for meta in section]
+        if len(tables) == 1:
+            merged = tables[0]
+        else:
+            combined = pa.concat_tables(tables)
+            ordered = merge_order(combined, self.keys, self.sequence_fields, descending_sequence=self.descending)
+            merged = self.engine.merge(ordered, key_groups(ordered, self.keys))
+        kinds = merged.column(VALUE_KIND)
+        alive = pc.invert(pc.or_(pc.equal(kinds, UPDATE_BEFORE), pc.equal(kinds, DELETE)))
+        return merged.filter(alive).drop_columns([SEQUENCE_NUMBER, VALUE_KIND])
+
+    def read_key_values(self, split: DataSplit, meta: DataFileMeta) -> pa.Table:
+        """One file's rows in the read schema plus its system columns, deletion vector applied."""
+        path = self.file_path(split, meta)
+        file_fields = self._file_fields(meta)
+        physical = [f.name for f in file_fields.values()] + [SEQUENCE_NUMBER, VALUE_KIND]
+        try:
+            with self.file_io.open_input(path) as source:
+                data, rows = read_all(source, path, physical)
+        except FileNotFoundError:
+            raise CorruptMetadataError(f"data file {path} of table {self.table} is missing") from None
+        values = self._to_read_schema(data, file_fields, rows)
+        table = values.append_column(pa.field(SEQUENCE_NUMBER, pa.int64(), False),
+                                     data.column(SEQUENCE_NUMBER).cast(pa.int64())).append_column(
+            pa.field(VALUE_KIND, pa.int8(), False), data.column(VALUE_KIND).cast(pa.int8()))
+        deletion = split.deletion_files.get(meta.file_name)
+        if deletion is not None:
+            table = table.filter(self._keep_mask(deletion, 0, table.num_rows))
+        return table
+

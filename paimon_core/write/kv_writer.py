@@ -1,0 +1,159 @@
+"""The primary-key writer: per-bucket LSM level-0 runs from buffered, merged rows.
+
+Rows of a commit get per-bucket sequence numbers as they arrive and are buffered. When the
+buffers pass ``write-buffer-size`` the largest one is sorted in merge order and spilled to a
+local file (``write-buffer-spillable``) or, without spilling, merged and written as a level-0
+file. At commit every bucket's spilled runs and remaining buffer are merged in one streaming
+pass, folded by the merge engine, and written as one sorted run of level-0 files.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from paimon_core.fileio import FileIO
+from paimon_core.keyvalue import SEQUENCE_NUMBER, VALUE_KIND, KeyValueLayout
+from paimon_core.layout import TablePaths
+from paimon_core.merge.engine import MergeEngine
+from paimon_core.merge.sort import key_groups, merge_order
+from paimon_core.merge.sorted_runs import merge_sorted_runs
+from paimon_core.options import TableOptions
+from paimon_core.schema import TableSchema
+from paimon_core.write.data_file import KeyValueContent, RollingFileWriter
+from paimon_core.write.message import CommitMessage
+from paimon_core.write.routing import Partition
+from paimon_core.write.spill import SpillFile
+
+log = logging.getLogger(__name__)
+
+SequenceRestore = Callable[[bytes, int], int]
+BucketRouter = Callable[[pa.Table], list[tuple[Partition, int, pa.Table]]]
+
+
+@dataclass(slots=True)
+class _Bucket:
+    partition: Partition
+    bucket: int
+    next_sequence: int
+    chunks: list[pa.Table] = field(default_factory=list)
+    nbytes: int = 0
+    spills: list[SpillFile] = field(default_factory=list)
+    writer: RollingFileWriter | None = None
+
+
+class KeyValueWriter:
+    """Writes key-value rows of one commit into level-0 sorted runs per (partition, bucket)."""
+
+    def __init__(self, file_io: FileIO, paths: TablePaths, schema: TableSchema, options: TableOptions,
+                 engine: MergeEngine, *, route: BucketRouter, next_sequence: SequenceRestore,
+                 total_buckets: int) -> None:
+        self.file_io = file_io
+        self.paths = paths
+        self.schema = schema
+        self.options = options
+        self.engine = engine
+        self.layout = KeyValueLayout(schema)
+        self.keys = self.layout.key_names
+        self.route = route
+        self.next_sequence = next_sequence
+        self.total_buckets = total_buckets
+        self._buckets: dict[tuple[bytes, int], _Bucket] = {}
+        self._buffered = 0
+        self.rows_written = 0
+
+    def write(self, values: pa.Table, kinds: np.ndarray) -> None:
+        """Buffer conformed rows with their row kinds (0..3)."""
+        if values.num_rows == 0:
+            return
+        tagged = values.append_column(pa.field(VALUE_KIND, pa.int8(), False), pa.array(kinds, pa.int8()))
+        for partition, bucket, rows in self.route(tagged):
+            state = self._bucket(partition, bucket)
+            sequence = np.arange(state.next_sequence, state.next_sequence + rows.num_rows, dtype=np.int64)
+            state.next_sequence += rows.num_rows
+            kv = rows.drop_columns([VALUE_KIND]).append_column(
+                pa.field(SEQUENCE_NUMBER, pa.int64(), False), pa.array(sequence, pa.int64())).append_column(
+                pa.field(VALUE_KIND, pa.int8(), False), rows.column(VALUE_KIND))
+            state.chunks.append(kv)
+            state.nbytes += kv.nbytes
+            self._buffered += kv.nbytes
+        self.rows_written += values.num_rows
+        while self._buffered > self.options.write_buffer_size:
+            self._relieve(max(self._buckets.values(), key=lambda b: b.nbytes))
+
+    def _bucket(self, partition: Partition, bucket: int) -> _Bucket:
+        key = (partition.row, bucket)
+        state = self._buckets.get(key)
+        if state is None:
+            state = self._buckets[key] = _Bucket(partition, bucket, self.next_sequence(partition.row, bucket))
+        return state
+
+    def _sorted_buffer(self, state: _Bucket) -> pa.Table:
+        table = pa.concat_tables(state.chunks) if len(state.chunks) > 1 else state.chunks[0]
+        self._buffered -= state.nbytes
+        state.chunks, state.nbytes = [], 0
+        return merge_order(table, self.keys, self.options.sequence_field,
+                           descending_sequence=self.options.sequence_descending)
+
+    def _relieve(self, state: _Bucket) -> None:
+        """Free the buffer of one bucket: spill it as a sorted run, or write it as level 0."""
+        ordered = self._sorted_buffer(state)
+        if self.options.write_buffer_spillable:
+            state.spills.append(SpillFile(ordered))
+            log.debug("spilled %d rows of bucket %d (%s)", ordered.num_rows, state.bucket, state.partition.path)
+        else:
+            self._write_run(state, iter([self.engine.merge(ordered, key_groups(ordered, self.keys))]))
+
+    def _file_writer(self, state: _Bucket) -> RollingFileWriter:
+        key_fields = self.layout.key_fields()
+        return RollingFileWriter(
+            self.file_io, self.paths.bucket_dir(state.partition.path, state.bucket),
+            file_schema=self.layout.file_schema(), stats_fields=self.schema.fields,
+            content=lambda: KeyValueContent(key_fields), schema_id=self.schema.id, options=self.options,
+            target_size=self.options.target_file_size_for(primary_key=True),
+            prefix=self.options.data_file_prefix)
+
+    def _write_run(self, state: _Bucket, merged: Iterator[pa.Table]) -> None:
+        if state.writer is None:
+            state.writer = self._file_writer(state)
+        writer = state.writer
+        for chunk in merged:
+            writer.write(self.layout.to_file(chunk))
+        writer.roll()
+
+    def prepare_commit(self) -> list[CommitMessage]:
+        """Merge every bucket's spilled runs and buffer into level-0 files."""
+        messages = []
+        for state in self._buckets.values():
+            runs: list[Iterator[pa.Table]] = [spill.chunks() for spill in state.spills]
+            if state.chunks:
+                runs.append(iter([self._sorted_buffer(state)]))
+            if runs:
+                self._write_run(state, merge_sorted_runs(
+                    runs, keys=self.keys, engine=self.engine, sequence_fields=self.options.sequence_field,
+                    descending_sequence=self.options.sequence_descending))
+            for spill in state.spills:
+                spill.delete()
+            state.spills = []
+            files = state.writer.close() if state.writer is not None else []
+            if files:
+                messages.append(CommitMessage(state.partition, state.bucket, self.total_buckets, tuple(files)))
+        self._buckets.clear()
+        return messages
+
+    def abort(self) -> None:
+        for state in self._buckets.values():
+            for spill in state.spills:
+                spill.delete()
+            if state.writer is not None:
+                state.writer.abort()
+        self._buckets.clear()
+        self._buffered = 0
+
+    @property
+    def buffered_bytes(self) -> int:
+        return self._buffered
