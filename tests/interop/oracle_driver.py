@@ -38,7 +38,7 @@ def predicate(builder: Any, terms: list[list[Any]]) -> Any:
 
 
 def read(table: Any, step: dict[str, Any]) -> dict[str, Any]:
-    options = {}
+    options = dict(step.get("options") or {})
     if step.get("snapshot_id") is not None:
         options["scan.snapshot-id"] = str(step["snapshot_id"])
     if step.get("tag") is not None:
