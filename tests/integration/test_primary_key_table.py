@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -59,7 +60,7 @@ def test_sequence_numbers_increase_per_bucket_across_writers(catalog: pc.Catalog
         table.write(orders(list(range(20)), version=version))
     for split in table.plan():
         ranges = sorted((f.min_sequence_number, f.max_sequence_number) for f in split.files)
-        for (_, high), (low, _) in zip(ranges, ranges[1:]):
+        for (_, high), (low, _) in itertools.pairwise(ranges):
             assert low == high + 1, ranges
     assert set(table.read().column("version").to_pylist()) == {2}
 
