@@ -8,7 +8,7 @@ import pyarrow as pa
 from paimon_core.columnar import int64_array
 from paimon_core.keyvalue import is_retract
 from paimon_core.merge.engine import MergeEngine, kinds_of, last_where
-from paimon_core.merge.sort import Groups
+from paimon_core.merge.sort import Groups, key_groups
 
 
 class Deduplicate(MergeEngine):
@@ -18,6 +18,14 @@ class Deduplicate(MergeEngine):
 
     def __init__(self, *, ignore_delete: bool = False) -> None:
         self.ignore_delete = ignore_delete
+
+    def merge_unsorted(self, table: pa.Table, order: pa.Array, keys: list[str]) -> pa.Table:
+        """Gather only each key's newest row (single versions pass through the same way)."""
+        if self.ignore_delete:
+            return super().merge_unsorted(table, order, keys)
+        groups = key_groups(table.select(keys).take(order), keys)
+        picked = np.asarray(order.to_numpy(zero_copy_only=False))[groups.ends - 1]
+        return table.take(int64_array(picked))
 
     def merge_groups(self, table: pa.Table, groups: Groups) -> tuple[pa.Table, np.ndarray]:
         if not self.ignore_delete:

@@ -7,7 +7,7 @@ import pyarrow as pa
 
 from paimon_core.columnar import int64_array
 from paimon_core.keyvalue import VALUE_KIND
-from paimon_core.merge.sort import Groups
+from paimon_core.merge.sort import Groups, key_groups
 
 
 class MergeEngine:
@@ -37,6 +37,14 @@ class MergeEngine:
         position = position[position >= 0]
         combined = pa.concat_tables([table, merged.select(table.column_names).cast(table.schema)])
         return combined.take(int64_array(position))
+
+    def merge_unsorted(self, table: pa.Table, order: pa.Array, keys: list[str]) -> pa.Table:
+        """Merge a table given its merge-order permutation (see :func:`merge_permutation`).
+
+        Engines that pick whole rows override this to gather only the rows they keep.
+        """
+        ordered = table.take(order)
+        return self.merge(ordered, key_groups(ordered, keys))
 
     def merge_groups(self, table: pa.Table, groups: Groups) -> tuple[pa.Table, np.ndarray]:
         """Merged rows of every group that yields one, and the mask of groups that do.

@@ -35,15 +35,21 @@ class Groups:
         return np.repeat(np.arange(len(self.starts)), self.sizes)
 
 
-def merge_order(table: pa.Table, keys: Sequence[str], sequence_fields: Sequence[str] = (),
-                *, descending_sequence: bool = False) -> pa.Table:
-    """``table`` sorted stably by key, then user sequence fields, then system sequence."""
+def merge_permutation(table: pa.Table, keys: Sequence[str], sequence_fields: Sequence[str] = (),
+                      *, descending_sequence: bool = False) -> pa.Array:
+    """Row indices of ``table`` in merge order: key, then user sequence fields, then sequence."""
     order = "descending" if descending_sequence else "ascending"
     sort_keys = ([(k, "ascending", "at_start") for k in keys]
                  + [(f, order, "at_start") for f in sequence_fields]
                  + [(SEQUENCE_NUMBER, "ascending", "at_start")])
-    indices = pc.sort_indices(table, sort_keys=sort_keys)
-    return table.take(indices)
+    columns = list(dict.fromkeys([*keys, *sequence_fields, SEQUENCE_NUMBER]))
+    return pc.sort_indices(table.select(columns), sort_keys=sort_keys)
+
+
+def merge_order(table: pa.Table, keys: Sequence[str], sequence_fields: Sequence[str] = (),
+                *, descending_sequence: bool = False) -> pa.Table:
+    """``table`` sorted stably by key, then user sequence fields, then system sequence."""
+    return table.take(merge_permutation(table, keys, sequence_fields, descending_sequence=descending_sequence))
 
 
 def key_groups(table: pa.Table, keys: Sequence[str]) -> Groups:

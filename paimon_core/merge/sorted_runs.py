@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_core.merge.engine import MergeEngine
-from paimon_core.merge.sort import key_groups, merge_order
+from paimon_core.merge.sort import merge_permutation
 
 
 class _Run:
@@ -94,5 +94,5 @@ def merge_sorted_runs(runs: Sequence[Iterator[pa.Table]], *, keys: Sequence[str]
                     state.extend()
             continue
         combined = pa.concat_tables([p.cast(parts[0].schema) for p in parts]) if len(parts) > 1 else parts[0]
-        ordered = merge_order(combined, keys, sequence_fields, descending_sequence=descending_sequence)
-        yield engine.merge(ordered, key_groups(ordered, keys))
+        order = merge_permutation(combined, keys, sequence_fields, descending_sequence=descending_sequence)
+        yield engine.merge_unsorted(combined, order, list(keys))

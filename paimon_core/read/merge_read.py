@@ -23,8 +23,9 @@ from paimon_core.manifest import DataFileMeta
 from paimon_core.merge.aggregation import Aggregation
 from paimon_core.merge.engine import MergeEngine
 from paimon_core.merge.partial_update import PartialUpdate
-from paimon_core.merge.sort import key_groups, merge_order
+from paimon_core.merge.sort import merge_permutation
 from paimon_core.options import TableOptions
+from paimon_core.read.predicate import Junction, Predicate
 from paimon_core.read.scan import DataSplit
 from paimon_core.read.split_read import SplitReader, read_all
 from paimon_core.schema import TableSchema
@@ -65,6 +66,7 @@ class MergeSplitReader(SplitReader):
         whole_row = isinstance(engine, PartialUpdate | Aggregation)
         needed = {f.name for f in self.read_fields} | set(self.keys) | set(self.sequence_fields)
         self.read_fields = [f for f in schema.fields if whole_row or f.name in needed]
+        self.key_filter = key_conjuncts(self.predicate, set(self.keys) | set(schema.partition_keys))
 
     def read_splits(self, splits: Sequence[DataSplit]) -> Iterator[pa.Table]:
         for split in splits:
@@ -82,8 +84,8 @@ class MergeSplitReader(SplitReader):
             merged = tables[0]
         else:
             combined = pa.concat_tables(tables)
-            ordered = merge_order(combined, self.keys, self.sequence_fields, descending_sequence=self.descending)
-            merged = self.engine.merge(ordered, key_groups(ordered, self.keys))
+            order = merge_permutation(combined, self.keys, self.sequence_fields, descending_sequence=self.descending)
+            merged = self.engine.merge_unsorted(combined, order, self.keys)
         kinds = merged.column(VALUE_KIND)
         alive = pc.invert(pc.or_(pc.equal(kinds, UPDATE_BEFORE), pc.equal(kinds, DELETE)))
         return merged.filter(alive).drop_columns([SEQUENCE_NUMBER, VALUE_KIND])
@@ -93,17 +95,38 @@ class MergeSplitReader(SplitReader):
         path = self.file_path(split, meta)
         file_fields = self._file_fields(meta)
         physical = [f.name for f in file_fields.values()] + [SEQUENCE_NUMBER, VALUE_KIND]
+        deletion = split.deletion_files.get(meta.file_name)
+        # Conditions on key columns may be applied while reading: they keep or drop all
+        # versions of a key alike, so the merge of the keys that remain is unchanged.
+        pushed = self.key_filter if deletion is None and path.endswith(".parquet") else None
         try:
-            with self.file_io.open_input(path) as source:
-                data, rows = read_all(source, path, physical)
+            if pushed is not None:
+                data = self._dataset(path).to_table(columns=physical, filter=pushed, use_threads=True)
+                rows = data.num_rows
+            else:
+                with self.file_io.open_input(path) as source:
+                    data, rows = read_all(source, path, physical)
         except FileNotFoundError:
             raise CorruptMetadataError(f"data file {path} of table {self.table} is missing") from None
         values = self._to_read_schema(data, file_fields, rows)
         table = values.append_column(pa.field(SEQUENCE_NUMBER, pa.int64(), False),
                                      data.column(SEQUENCE_NUMBER).cast(pa.int64())).append_column(
             pa.field(VALUE_KIND, pa.int8(), False), data.column(VALUE_KIND).cast(pa.int8()))
-        deletion = split.deletion_files.get(meta.file_name)
         if deletion is not None:
             table = table.filter(self._keep_mask(deletion, 0, table.num_rows))
         return table
+
+
+def key_conjuncts(predicate: Predicate | None, key_columns: set[str]) -> pc.Expression | None:
+    """The AND-ed conditions of ``predicate`` that only involve key columns, as an expression."""
+    if predicate is None:
+        return None
+    terms = predicate.children if isinstance(predicate, Junction) and predicate.all_of else (predicate,)
+    kept = [t.to_expression() for t in terms if t.columns() <= key_columns]
+    if not kept:
+        return None
+    expression = kept[0]
+    for term in kept[1:]:
+        expression = expression & term
+    return expression
 

@@ -183,3 +183,12 @@ def test_random_cdc_history_matches_a_dictionary(catalog: pc.Catalog) -> None:
             writer.commit()
         got = {r["id"]: (r["status"], r["version"]) for r in table.read().to_pylist()}
         assert got == model, f"after commit {commit}"
+
+
+def test_only_and_ed_key_conditions_are_applied_before_the_merge(catalog: pc.Catalog) -> None:
+    table = pk_table(catalog, bucket="1")
+    table.write(orders([1, 2, 3], "old"))
+    table.write(orders([2], "new"))
+    mixed = [[("id", "=", 2), ("status", "=", "old")], [("id", "=", 3)]]
+    assert sorted(table.read(filter=mixed).column("id").to_pylist()) == [3]
+    assert table.read(filter=[("id", ">=", 2), ("status", "=", "new")]).column("id").to_pylist() == [2]
