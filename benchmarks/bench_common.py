@@ -1,26 +1,37 @@
-"""Shared by the benchmark driver and its step processes: dataset, step CLI, timing, result lines.
+"""Shared by the benchmark drivers and their step processes.
 
-This module must run in both virtualenvs (ours with pyarrow 26, the oracle with pyarrow 19), so it
-imports nothing but the standard library, numpy and pyarrow.
+Step side: the append benchmark's dataset, the step command line, timing and result lines.
+Driver side: running a step in a fresh process, CPU pressure, medians, Markdown, code versions.
+
+This module must run in every benchmark virtualenv (ours with pyarrow 26, the oracle with pyarrow
+19, the delta-rs one), so it imports nothing but the standard library, numpy and pyarrow.
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import hashlib
 import json
+import os
+import platform
 import resource
+import shutil
+import statistics
+import subprocess
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 T = TypeVar("T")
+S = TypeVar("S")
+REPO = Path(__file__).resolve().parent.parent
 RESULT_PREFIX = "BENCH_RESULT "
 SEED = 20240101
 BATCH_ROWS = 65_536  # record batches in the IPC input, also the streaming-ingest batch size
@@ -78,9 +89,10 @@ def _pick(values: list[str], codes: np.ndarray) -> pa.Array:
     return pa.array(values).take(pa.array(codes))
 
 
-def _fixed_width_hex(rng: np.random.Generator, n: int) -> pa.Array:
-    chars = HEX[rng.integers(0, len(HEX), n * TRACE_CHARS)]
-    offsets = np.arange(0, n * TRACE_CHARS + 1, TRACE_CHARS, dtype=np.int32)
+def random_hex(rng: np.random.Generator, n: int, width: int = TRACE_CHARS) -> pa.Array:
+    """``n`` random lowercase hex strings of ``width`` characters, built without Python loops."""
+    chars = HEX[rng.integers(0, len(HEX), n * width)]
+    offsets = np.arange(0, n * width + 1, width, dtype=np.int32)
     return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(chars.tobytes()))
 
 
@@ -95,7 +107,7 @@ def _messages(rng: np.random.Generator, n: int, user_id: np.ndarray, latency: np
         _pick(OUTCOMES, rng.integers(0, len(OUTCOMES), n)),
         pc.binary_join_element_wise(pc.cast(pa.array(latency), pa.string()), "ms", ""),
         pc.binary_join_element_wise("user=", pc.cast(pa.array(user_id), pa.string()), ""),
-        pc.binary_join_element_wise("trace=", _fixed_width_hex(rng, n), ""),
+        pc.binary_join_element_wise("trace=", random_hex(rng, n), ""),
         _pick(NOTES, rng.integers(0, len(NOTES), n)), " ")
 
 
@@ -152,6 +164,12 @@ def load_mapped(path: Path) -> pa.Table:
     return pa.ipc.open_file(pa.memory_map(str(path), "r")).read_all()
 
 
+def load_mapped_batch(path: Path, index: int) -> pa.Table:
+    """Record batch ``index`` of an Arrow IPC file, zero-copy over a memory map."""
+    batch = pa.ipc.open_file(pa.memory_map(str(path), "r")).get_batch(index)
+    return pa.Table.from_batches([batch])
+
+
 def peak_rss_mib() -> float:
     """Peak resident set size of this process image so far, in MiB.
 
@@ -173,6 +191,7 @@ class Timing:
     seconds: float  # wall
     cpu_seconds: float  # user + system, all threads
     base_rss_mib: float  # peak RSS before the step: interpreter, imports, setup
+    peak_rss_mib: float  # peak RSS when the step returned (later checks do not count)
 
 
 def _cpu_seconds() -> float:
@@ -190,7 +209,7 @@ def measure(action: Callable[[], T], profile: Path | None = None) -> tuple[T, Ti
     profiler = cProfile.Profile() if profile is not None else None
     cpu, start = _cpu_seconds(), time.perf_counter()
     result = profiler.runcall(action) if profiler is not None else action()
-    timing = Timing(time.perf_counter() - start, _cpu_seconds() - cpu, base)
+    timing = Timing(time.perf_counter() - start, _cpu_seconds() - cpu, base, peak_rss_mib())
     if profiler is not None:
         profiler.dump_stats(str(profile))
     return result, timing
@@ -199,24 +218,163 @@ def measure(action: Callable[[], T], profile: Path | None = None) -> tuple[T, Ti
 def report(timing: Timing, check: dict[str, int]) -> None:
     """Print the one result line the driver parses."""
     record = {"seconds": round(timing.seconds, 4), "cpu_seconds": round(timing.cpu_seconds, 3),
-              "base_rss_mib": round(timing.base_rss_mib, 1), "peak_rss_mib": round(peak_rss_mib(), 1),
+              "base_rss_mib": round(timing.base_rss_mib, 1), "peak_rss_mib": round(timing.peak_rss_mib, 1),
               "check": check}
     print(RESULT_PREFIX + json.dumps(record), flush=True)
 
 
-def report_read(action: Callable[[], pa.Table], profile: Path | None) -> None:
-    """Time a read and report it with the fingerprint of what it returned."""
+def report_read(action: Callable[[], pa.Table], profile: Path | None,
+                check: Callable[[pa.Table], dict[str, int]] = fingerprint) -> None:
+    """Time a read and report it with the fingerprint (``check``) of what it returned."""
     result, timing = measure(action, profile)
-    report(timing, fingerprint(result))
+    report(timing, check(result))
 
 
-def run_step(doc: str | None, steps: dict[str, Callable[[argparse.Namespace], None]]) -> None:
-    """The command line of every step script: ``STEP --input --target [--buffer] [--profile]``."""
+StepFunction = Callable[[argparse.Namespace], None]
+
+
+def run_step(doc: str | None, steps: dict[str, StepFunction],
+             configure: Callable[[argparse.ArgumentParser], None] | None = None) -> None:
+    """The command line of every step script: ``STEP --input --target [--buffer] [--profile]``.
+
+    ``configure`` adds a benchmark's own options.
+    """
     parser = argparse.ArgumentParser(description=(doc or "").strip().splitlines()[0])
     parser.add_argument("step", choices=sorted(steps))
-    parser.add_argument("--input", type=Path, required=True, help="Arrow IPC file of the dataset")
+    parser.add_argument("--input", type=Path, required=True, help="the dataset (Arrow IPC file or folder)")
     parser.add_argument("--target", type=Path, required=True, help="dataset or warehouse directory")
     parser.add_argument("--buffer", default="64 mb", help="write-buffer-size of a streaming step")
     parser.add_argument("--profile", type=Path, help="dump cProfile stats of the timed call here")
+    if configure is not None:
+        configure(parser)
     args = parser.parse_args()
     steps[args.step](args)
+
+
+# ---- driver side: one step in a fresh process, repetitions, report ----------------------------
+
+PSI_QUIET = 25.0  # % of time some task waited for a CPU (avg10); wait for less before each step
+CHILD_TIMEOUT_S = 1800
+
+
+def cpu_pressure() -> float | None:
+    try:
+        return float(Path("/proc/pressure/cpu").read_text().split("avg10=")[1].split()[0])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def wait_quiet(max_wait_s: float) -> float | None:
+    """Wait up to ``max_wait_s`` for CPU pressure to fall below PSI_QUIET; return the last reading."""
+    deadline = time.monotonic() + max_wait_s
+    pressure = cpu_pressure()
+    while pressure is not None and pressure >= PSI_QUIET and time.monotonic() < deadline:
+        time.sleep(1)
+        pressure = cpu_pressure()
+    return pressure
+
+
+def run_child(argv: list[str]) -> tuple[dict[str, Any], float]:
+    """Run one step process; (its parsed result line, its wall seconds). Aborts if it fails."""
+    start = time.perf_counter()
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, check=False)
+    wall = time.perf_counter() - start
+    lines = [line for line in proc.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
+    if proc.returncode != 0 or len(lines) != 1:
+        raise SystemExit(f"step failed (rc {proc.returncode}): {' '.join(argv)}\n"
+                         f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+    return json.loads(lines[0][len(RESULT_PREFIX):]), wall
+
+
+@dataclass(slots=True)
+class Rep:
+    """One repetition of one step, as its process reported it."""
+
+    seconds: float
+    cpu_seconds: float
+    peak_rss_mib: float
+    base_rss_mib: float
+    process_wall_s: float
+    cpu_pressure: float | None
+
+
+def run_measured(argv: list[str], quiet_wait: float) -> tuple[Rep, dict[str, int]]:
+    """Wait for a quiet CPU, run one step process; (its repetition, its correctness check)."""
+    pressure = wait_quiet(quiet_wait)
+    result, wall = run_child(argv)
+    rep = Rep(result["seconds"], result["cpu_seconds"], result["peak_rss_mib"], result["base_rss_mib"],
+              round(wall, 3), pressure)
+    return rep, result["check"]
+
+
+@dataclass(slots=True)
+class Outcome(Generic[S]):
+    """Every repetition of one step (a benchmark's own step description)."""
+
+    step: S
+    reps: list[Rep] = field(default_factory=list)
+    check: dict[str, int] = field(default_factory=dict)
+
+    def median(self, name: str) -> float:
+        return statistics.median(getattr(rep, name) for rep in self.reps)
+
+    def spread(self) -> str:
+        """``min-max`` of the step seconds."""
+        return f"{min(r.seconds for r in self.reps):.3f}-{max(r.seconds for r in self.reps):.3f}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self.step), "check": self.check,  # type: ignore[call-overload]
+                "reps": [asdict(r) for r in self.reps], "median_seconds": self.median("seconds"),
+                "median_cpu_seconds": self.median("cpu_seconds"),
+                "median_peak_rss_mib": self.median("peak_rss_mib")}
+
+
+def markdown(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    lines = [header, ["---"] * len(header), *rows]
+    return "\n".join("| " + " | ".join(cells) + " |" for cells in lines)
+
+
+def pressure_note(outcomes: Iterable[Outcome[Any]]) -> str:
+    readings = [r.cpu_pressure for o in outcomes for r in o.reps if r.cpu_pressure is not None]
+    if not readings:
+        return ""
+    return (f"CPU pressure (PSI some avg10) as the steps started: median "
+            f"{statistics.median(readings):.0f}%, max {max(readings):.0f}%.")
+
+
+def source_digest() -> str:
+    """Digest of paimon_core's sources, to notice when the code under test changes during a run."""
+    digest = hashlib.sha256()
+    for path in sorted((REPO / "paimon_core").rglob("*.py")):
+        digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def git_head() -> str:
+    probe = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+                           capture_output=True, text=True, check=False)
+    return probe.stdout.strip() or "unknown"
+
+
+def host_versions() -> dict[str, str]:
+    """Python, pyarrow, code version and machine of the driver (the versions of this venv)."""
+    return {"python": platform.python_version(), "pyarrow": pa.__version__, "git HEAD": git_head(),
+            "paimon_core sources": source_digest(), "cpus": str(os.cpu_count()),
+            "machine": platform.platform()}
+
+
+def venv_versions(python: Path, packages: Sequence[str]) -> list[str]:
+    """Installed versions of ``packages`` in the virtualenv of ``python``."""
+    names = ", ".join(repr(p) for p in packages)
+    probe = subprocess.run(
+        [str(python), "-c", f"import importlib.metadata as m; print(*(m.version(p) for p in ({names},)))"],
+        capture_output=True, text=True, check=True)
+    return probe.stdout.split()
+
+
+def remove_work(work: Path, names: Sequence[str]) -> None:
+    """Delete ``work/name`` for each name (and ``work`` itself once it is empty)."""
+    for name in names:
+        shutil.rmtree(work / name, ignore_errors=True)
+    if work.exists() and not any(work.iterdir()):
+        work.rmdir()

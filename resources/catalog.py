@@ -41,14 +41,14 @@ class PaimonCatalogResource(dg.ConfigurableResource):
         return self.catalog().get_table(identifier)
 
     def ensure_table(self, identifier: str, *, schema: pa.Schema, partition_keys: Sequence[str] = (),
-                     options: dict[str, str] | None = None) -> pc.Table:
+                     primary_keys: Sequence[str] = (), options: dict[str, str] | None = None) -> pc.Table:
         """Create ``identifier`` (and its database) unless it exists.
 
         Creation is atomic in paimon_core, so two runs racing to create the table both end up
-        with the same one; an existing table with other columns or partition keys raises
-        ``TableExistsError`` instead of being written into.
+        with the same one; an existing table with other columns, partition keys or primary
+        keys raises ``TableExistsError`` instead of being written into.
         """
         catalog = self.catalog()
         catalog.create_database(identifier.split(".", 1)[0], exist_ok=True)
         return catalog.create_table(identifier, schema=schema, partition_keys=partition_keys,
-                                    options=options, exist_ok=True)
+                                    primary_keys=primary_keys, options=options, exist_ok=True)

@@ -1,4 +1,4 @@
-"""Dagster materialization metadata describing a Paimon write, computed from table metadata only."""
+"""Dagster materialization metadata describing a Paimon write, computed from the table itself."""
 
 from __future__ import annotations
 
@@ -25,26 +25,48 @@ def partition_filter(partition: Mapping[str, str]) -> list[tuple[str, str, str]]
     return [(key, "=", value) for key, value in partition.items()]
 
 
+def live_rows(table: pc.Table, partition: Mapping[str, str], snapshot_id: int | None = None) -> int:
+    """Rows a reader sees in one partition of a primary-key table (one per live key).
+
+    Files of a primary-key table hold every version and retraction until compaction, so only a
+    merged read can count them; reading the key columns alone keeps it cheap.
+    """
+    keys = list(table.schema.primary_keys)
+    return table.read(keys, filter=partition_filter(partition), snapshot_id=snapshot_id).num_rows
+
+
 def write_metadata(table: pc.Table, *, snapshot_id: int | None, partition: Mapping[str, str],
                    rows_written: int) -> dict[str, Any]:
     """Metadata for one partition write, read back from the snapshot the write produced.
 
     Counting from the snapshot's manifests (pruned to the partition) rather than trusting the
-    writer proves what readers will see, and costs no data-file reads.
+    writer proves what readers will see, and costs no data-file reads. Primary-key tables are
+    the exception: their files keep superseded versions and retractions, so the manifests give
+    ``stored_records`` and ``partition_records``, and the partition's live rows
+    (``dagster/partition_row_count``) come from a merged read of its keys; the whole table's
+    live count would need a merged read of everything, so ``dagster/row_count`` is left out.
     """
     snapshot = table.snapshot(snapshot_id) if snapshot_id is not None else table.latest_snapshot()
     splits = table.plan(filter=partition_filter(partition),
                         snapshot_id=snapshot.id) if snapshot is not None else []
+    stored = snapshot.total_record_count if snapshot is not None else 0
+    in_partition = sum(split.row_count for split in splits)
     metadata: dict[str, Any] = {
         "rows_written": rows_written,
         "files": sum(len(split.files) for split in splits),
         "snapshot_id": snapshot.id if snapshot is not None else -1,
         "commit_kind": snapshot.commit_kind if snapshot is not None else "NONE",
         "table_uri": table.uri,
-        "dagster/row_count": snapshot.total_record_count if snapshot is not None else 0,
-        "dagster/partition_row_count": sum(split.row_count for split in splits),
+        "dagster/row_count": stored,
+        "dagster/partition_row_count": in_partition,
         "dagster/table_name": table.name,
         "dagster/uri": table.uri,
         "dagster/column_schema": column_schema(table.arrow_schema),
     }
+    if table.schema.primary_keys:
+        del metadata["dagster/row_count"]
+        metadata["stored_records"] = stored
+        metadata["partition_records"] = in_partition
+        metadata["dagster/partition_row_count"] = (
+            live_rows(table, partition, snapshot.id) if snapshot is not None else 0)
     return metadata

@@ -10,7 +10,9 @@ pass, folded by the merge engine, and written as one sorted run of level-0 files
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,6 +33,24 @@ from paimon_core.write.spill import SpillFile
 
 log = logging.getLogger(__name__)
 
+# Buckets are merged and encoded concurrently at commit (pyarrow releases the GIL).
+_ENCODE_THREADS = max(1, min(4, os.cpu_count() or 1))
+
+
+class _InMemoryRun:
+    """The sorted remainder of a bucket's buffer, consumed like a spilled run."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self.table: pa.Table | None = table
+
+    def chunks(self) -> Iterator[pa.Table]:
+        table, self.table = self.table, None
+        if table is not None:
+            yield table
+
+    def delete(self) -> None:
+        self.table = None
+
 SequenceRestore = Callable[[bytes, int], int]
 BucketRouter = Callable[[pa.Table], list[tuple[Partition, int, pa.Table]]]
 
@@ -42,7 +62,7 @@ class _Bucket:
     next_sequence: int
     chunks: list[pa.Table] = field(default_factory=list)
     nbytes: int = 0
-    spills: list[SpillFile] = field(default_factory=list)
+    spills: list[SpillFile | _InMemoryRun] = field(default_factory=list)
     writer: RollingFileWriter | None = None
 
 
@@ -126,24 +146,32 @@ class KeyValueWriter:
         writer.roll()
 
     def prepare_commit(self) -> list[CommitMessage]:
-        """Merge every bucket's spilled runs and buffer into level-0 files."""
-        messages = []
-        for state in self._buckets.values():
-            runs: list[Iterator[pa.Table]] = [spill.chunks() for spill in state.spills]
+        """Merge every bucket's spilled runs and buffer into level-0 files (buckets in parallel)."""
+        states = list(self._buckets.values())
+        for state in states:  # sorting happens here, on the caller's thread, to keep memory accounting simple
             if state.chunks:
-                runs.append(iter([self._sorted_buffer(state)]))
-            if runs:
-                self._write_run(state, merge_sorted_runs(
-                    runs, keys=self.keys, engine=self.engine, sequence_fields=self.options.sequence_field,
-                    descending_sequence=self.options.sequence_descending))
-            for spill in state.spills:
-                spill.delete()
-            state.spills = []
-            files = state.writer.close() if state.writer is not None else []
-            if files:
-                messages.append(CommitMessage(state.partition, state.bucket, self.total_buckets, tuple(files)))
+                state.spills.append(_InMemoryRun(self._sorted_buffer(state)))
+        if len(states) > 1 and _ENCODE_THREADS > 1:
+            with ThreadPoolExecutor(_ENCODE_THREADS, thread_name_prefix="paimon-flush") as pool:
+                results = list(pool.map(self._finish_bucket, states))
+        else:
+            results = [self._finish_bucket(state) for state in states]
         self._buckets.clear()
-        return messages
+        return [message for message in results if message is not None]
+
+    def _finish_bucket(self, state: _Bucket) -> CommitMessage | None:
+        runs = [spill.chunks() for spill in state.spills]
+        if runs:
+            self._write_run(state, merge_sorted_runs(
+                runs, keys=self.keys, engine=self.engine, sequence_fields=self.options.sequence_field,
+                descending_sequence=self.options.sequence_descending))
+        for spill in state.spills:
+            spill.delete()
+        state.spills = []
+        files = state.writer.close() if state.writer is not None else []
+        if not files:
+            return None
+        return CommitMessage(state.partition, state.bucket, self.total_buckets, tuple(files))
 
     def abort(self) -> None:
         for state in self._buckets.values():
