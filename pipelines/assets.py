@@ -79,11 +79,11 @@ def overwrite_day(table: pc.Table, batches: Iterator[pa.RecordBatch], *, day: st
                        partition={PARTITION_COLUMN: day})
 
 
-def _check_run_tag(context: dg.OpExecutionContext) -> None:
+def check_run_tag(context: dg.OpExecutionContext, table: str, job_name: str) -> None:
     """Warn when the run escapes the per-table run limit (e.g. an ad-hoc UI materialization)."""
-    if context.run.tags.get(TABLE_TAG) != TABLE:
-        context.log.warning(f"run has no tag {TABLE_TAG}={TABLE}, so the per-table run limit does "
-                            f"not apply; launch it through ingest_log_events_job or add the tag")
+    if context.run.tags.get(TABLE_TAG) != table:
+        context.log.warning(f"run has no tag {TABLE_TAG}={table}, so the per-table run limit does "
+                            f"not apply; launch it through {job_name} or add the tag")
 
 
 @dg.op(
@@ -95,7 +95,7 @@ def ingest_log_events(context: dg.OpExecutionContext, catalog: PaimonCatalogReso
                       log_source: LogEventSource) -> dg.Output[PaimonWrite]:
     """Write one day of log events into logs.events, replacing that day (dynamic partition overwrite)."""
     day = context.partition_key
-    _check_run_tag(context)
+    check_run_tag(context, TABLE, "ingest_log_events_job")
     table = catalog.ensure_table(TABLE, schema=SCHEMA, partition_keys=[PARTITION_COLUMN],
                                  options=TABLE_OPTIONS)
     receipt = overwrite_day(table, event_batches(log_source, day), day=day, run_id=context.run_id)

@@ -1,4 +1,4 @@
-"""Data-quality checks on the logs.events partitions, cheap enough to run after every write."""
+"""Data-quality checks on the logs.events and shop.orders partitions, cheap enough to run after every write."""
 
 # No `from __future__ import annotations`: Dagster reads the context and resource annotations
 # of decorated functions as real types when the decorator runs.
@@ -6,10 +6,13 @@
 import warnings
 
 import dagster as dg
+import pyarrow as pa
 import pyarrow.compute as pac
 
 from pipelines.assets import log_events
 from pipelines.log_events import PARTITION_COLUMN, TABLE
+from pipelines.order_assets import shop_orders
+from pipelines.orders import ORDER_STATUSES, ORDERS_TABLE
 from pipelines.partitions import daily_partitions
 from resources import PaimonCatalogResource
 
@@ -41,4 +44,40 @@ with warnings.catch_warnings():
                 "max_ts": str(bounds["max"].as_py()),
             },
             description=None if rows else f"partition {day} of {TABLE} is empty",
+        )
+
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", dg.PreviewWarning)
+
+    @dg.asset_check(
+        asset=shop_orders,
+        partitions_def=daily_partitions,
+        blocking=True,
+        description="Every live order of the day has a user and a status in new/paid/shipped, and "
+        "no order appears twice.",
+    )
+    def orders_partition_valid(context: dg.AssetCheckExecutionContext,
+                               catalog: PaimonCatalogResource) -> dg.AssetCheckResult:
+        """Reads the merged partition (newest version per key): what every reader sees.
+
+        Blocking, so shop/user_order_totals is not rebuilt from orders that fail it.
+        """
+        day = context.partition_key
+        live = catalog.table(ORDERS_TABLE).read(["order_id", "user_id", "status"],
+                                                filter=[(PARTITION_COLUMN, "=", day)])
+        duplicates = live.num_rows - pac.count_distinct(live["order_id"]).as_py()
+        allowed = pac.fill_null(pac.is_in(live["status"], value_set=pa.array(ORDER_STATUSES)), False)
+        bad_status = live.num_rows - pac.sum(allowed).as_py() if live.num_rows else 0
+        no_user = live["user_id"].null_count
+        by_status = live.group_by("status").aggregate([("status", "count")]).sort_by("status")
+        return dg.AssetCheckResult(
+            passed=duplicates == 0 and bad_status == 0 and no_user == 0,
+            metadata={
+                "live_orders": live.num_rows,
+                "duplicate_orders": duplicates,
+                "bad_status_orders": bad_status,
+                "orders_without_user": no_user,
+                "orders_by_status": {str(r["status"]): r["status_count"] for r in by_status.to_pylist()},
+            },
         )

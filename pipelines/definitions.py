@@ -13,10 +13,11 @@ from typing import Any
 import dagster as dg
 
 from pipelines.assets import IO_MANAGER_KEY, log_events
-from pipelines.checks import log_events_partition_valid
-from pipelines.jobs import ingest_log_events_job
-from pipelines.schedules import ingest_log_events_daily
-from resources import LogEventSource, PaimonCatalogResource, PaimonTableIOManager
+from pipelines.checks import log_events_partition_valid, orders_partition_valid
+from pipelines.jobs import ingest_log_events_job, ingest_orders_job
+from pipelines.order_assets import shop_orders, user_order_totals
+from pipelines.schedules import ingest_log_events_daily, ingest_orders_daily
+from resources import LogEventSource, OrderEventSource, PaimonCatalogResource, PaimonTableIOManager
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 WAREHOUSE_ENV = "PAIMON_WAREHOUSE"
@@ -36,21 +37,22 @@ def default_warehouse() -> str:
     return str(Path(configured).expanduser().resolve())
 
 
-def build_resources(*, warehouse: str | None = None,
-                    log_source: LogEventSource | None = None) -> dict[str, Any]:
+def build_resources(*, warehouse: str | None = None, log_source: LogEventSource | None = None,
+                    order_source: OrderEventSource | None = None) -> dict[str, Any]:
     """The resources every definition expects, sharing one catalog config between them."""
     catalog = PaimonCatalogResource(warehouse=warehouse or default_warehouse())
     return {
         "catalog": catalog,
         "log_source": log_source or LogEventSource(),
+        "order_source": order_source or OrderEventSource(),
         IO_MANAGER_KEY: PaimonTableIOManager(catalog=catalog),
     }
 
 
 defs = dg.Definitions(
-    assets=[log_events],
-    asset_checks=[log_events_partition_valid],
-    jobs=[ingest_log_events_job],
-    schedules=[ingest_log_events_daily],
+    assets=[log_events, shop_orders, user_order_totals],
+    asset_checks=[log_events_partition_valid, orders_partition_valid],
+    jobs=[ingest_log_events_job, ingest_orders_job],
+    schedules=[ingest_log_events_daily, ingest_orders_daily],
     resources=build_resources(),
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dagster as dg
 
 from pipelines.assets import RUN_TAGS, log_events
+from pipelines.order_assets import ORDERS_JOB, ORDERS_RUN_TAGS, shop_orders, user_order_totals
 
 # Partitioned by inference from the asset; each partition is its own run, so a UI backfill of
 # past days is a series of idempotent partition overwrites, one at a time per table.
@@ -13,4 +14,14 @@ ingest_log_events_job = dg.define_asset_job(
     selection=dg.AssetSelection.assets(log_events),
     tags=RUN_TAGS,
     description="Ingest one day of log events into the Paimon table logs.events (and check it).",
+)
+
+# One run per day applies the day's order changes, checks them (blocking) and rebuilds the
+# day's per-user totals from them; both steps are idempotent, so backfills may repeat days.
+ingest_orders_job = dg.define_asset_job(
+    ORDERS_JOB,
+    selection=dg.AssetSelection.assets(shop_orders, user_order_totals),
+    tags=ORDERS_RUN_TAGS,
+    description="Apply one day of order changes to shop.orders (and check it), then rebuild that "
+    "day of shop.user_order_totals.",
 )

@@ -7,7 +7,6 @@ so ingesting a day needs memory for one batch (plus the writer's buffer), whatev
 from __future__ import annotations
 
 import datetime as dt_
-import gzip
 import logging
 import math
 from collections.abc import Iterator
@@ -16,12 +15,22 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pac
-import pyarrow.json as pj
-import pyarrow.parquet as pq
 
+from pipelines.landing import (
+    SourceDataError,
+    landing_files,
+    parse_day,
+    read_file,
+    require_landing_files,
+    shape_batch,
+)
 from resources.log_source import LogEventSource
 
 log = logging.getLogger(__name__)
+
+# Re-exported: the landing helpers used to live here and callers import them from this module.
+__all__ = ["SCHEMA", "TABLE", "SourceDataError", "event_batches", "landing_batches", "landing_files",
+           "parse_day", "synthetic_batches", "to_table_shape"]
 
 TABLE = "logs.events"
 PARTITION_COLUMN = "dt"
@@ -61,22 +70,6 @@ ANONYMOUS_SHARE = 0.03
 SEED_SALT = 0x5041494D  # "PAIM": keeps these streams apart from other seeded generators
 MICROS_PER_DAY = 86_400_000_000
 EPOCH = dt_.date(1970, 1, 1)
-
-PARQUET_SUFFIXES = (".parquet", ".pq")
-JSON_SUFFIXES = (".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz")
-JSON_BLOCK_BYTES = 4 << 20
-
-
-class SourceDataError(ValueError):
-    """Source data that is missing, empty or cannot be shaped into the table schema."""
-
-
-def parse_day(day: str) -> dt_.date:
-    """``YYYY-MM-DD`` to a date; anything else is rejected before any data is produced."""
-    try:
-        return dt_.date.fromisoformat(day)
-    except ValueError:
-        raise ValueError(f"partition key {day!r} is not a YYYY-MM-DD date") from None
 
 
 def day_seed(day: str) -> np.random.SeedSequence:
@@ -153,24 +146,6 @@ def _messages(rng: np.random.Generator, level: np.ndarray) -> pa.Array:
 # ---- landing folder -------------------------------------------------------------------------
 
 
-def landing_files(root: Path, day: str) -> list[Path]:
-    """The day's readable files: ``root/<day>/**`` then ``root/*<day>*``, each group sorted."""
-    parse_day(day)
-    folder = root / day
-    nested = sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else []
-    flat = sorted(p for p in root.iterdir() if p.is_file() and day in p.name)
-    return [p for p in nested + flat if _format(p) is not None and not p.name.startswith((".", "_"))]
-
-
-def _format(path: Path) -> str | None:
-    name = path.name.lower()
-    if name.endswith(PARQUET_SUFFIXES):
-        return "parquet"
-    if name.endswith(JSON_SUFFIXES):
-        return "json"
-    return None
-
-
 def landing_batches(root: Path, day: str, *, batch_size: int = 65_536) -> Iterator[pa.RecordBatch]:
     """Stream the day's landing files as table-shaped batches.
 
@@ -178,55 +153,20 @@ def landing_batches(root: Path, day: str, *, batch_size: int = 65_536) -> Iterat
         SourceDataError: no file for ``day`` (raised here, before any batch is requested, so a
             missing delivery fails the run instead of committing an empty partition).
     """
-    files = landing_files(root, day)
-    if not files:
-        raise SourceDataError(f"no Parquet or JSON-lines files for {day} in {root} "
-                               f"(looked in {root / day}/ and for names containing {day})")
+    files = require_landing_files(root, day)
     log.info("reading %d landing file(s) for %s from %s", len(files), day, root)
     return _stream_files(files, day, batch_size=batch_size)
 
 
 def _stream_files(files: list[Path], day: str, *, batch_size: int) -> Iterator[pa.RecordBatch]:
     for path in files:
-        raw = _parquet_batches(path, batch_size) if _format(path) == "parquet" else _json_batches(path)
-        for batch in raw:
+        for batch in read_file(path, PAYLOAD_SCHEMA, batch_size=batch_size):
             yield to_table_shape(batch, day, source=path)
-
-
-def _parquet_batches(path: Path, batch_size: int) -> Iterator[pa.RecordBatch]:
-    """Only the columns the table knows are read from the file."""
-    parquet = pq.ParquetFile(path)
-    wanted = [name for name in parquet.schema_arrow.names if name in PAYLOAD_SCHEMA.names]
-    yield from parquet.iter_batches(batch_size=batch_size, columns=wanted)
-
-
-def _json_batches(path: Path) -> Iterator[pa.RecordBatch]:
-    """JSON lines parsed straight into the payload types; unknown fields are skipped."""
-    options = pj.ParseOptions(explicit_schema=PAYLOAD_SCHEMA, unexpected_field_behavior="ignore")
-    read_options = pj.ReadOptions(block_size=JSON_BLOCK_BYTES)
-    opener = gzip.open if path.name.lower().endswith(".gz") else open
-    with opener(path, "rb") as handle:
-        try:
-            yield from pj.open_json(handle, read_options=read_options, parse_options=options)
-        except pa.ArrowInvalid as exc:
-            raise SourceDataError(f"cannot parse JSON lines in {path}: {exc}") from None
 
 
 def to_table_shape(batch: pa.RecordBatch, day: str, *, source: Path | str) -> pa.RecordBatch:
     """Select, order and safely cast the payload columns; missing ones become nulls, ``dt`` is ``day``."""
-    columns = []
-    for target in PAYLOAD_SCHEMA:
-        if target.name not in batch.schema.names:
-            columns.append(pa.nulls(batch.num_rows, target.type))
-            continue
-        column = batch.column(target.name)
-        try:
-            columns.append(column if column.type == target.type else pac.cast(column, target.type))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-            raise SourceDataError(f"column {target.name!r} of {source} has type {column.type}, "
-                                   f"which does not cast to {target.type}: {exc}") from None
-    columns.append(pa.repeat(pa.scalar(day, pa.string()), batch.num_rows))
-    return pa.RecordBatch.from_arrays(columns, schema=SCHEMA)
+    return shape_batch(batch, SCHEMA, partition_column=PARTITION_COLUMN, day=day, source=source)
 
 
 # ---- dispatch -------------------------------------------------------------------------------

@@ -1,11 +1,12 @@
-"""Schedules: the daily run that materializes the day that just ended."""
+"""Schedules: the daily runs that materialize the day that just ended."""
 
 from __future__ import annotations
 
 import dagster as dg
 
 from pipelines.assets import RUN_TAGS
-from pipelines.jobs import ingest_log_events_job
+from pipelines.jobs import ingest_log_events_job, ingest_orders_job
+from pipelines.order_assets import ORDERS_RUN_TAGS
 
 # The tick at 01:00 UTC on day D requests partition D-1 (the last complete day). Stopped by
 # default so loading the code never starts writing; turn it on in the UI or with
@@ -17,4 +18,16 @@ ingest_log_events_daily = dg.build_schedule_from_partitioned_job(
     hour_of_day=1,
     minute_of_hour=0,
     tags=RUN_TAGS,
+)
+
+# Same idea for the shop tables, a quarter of an hour later so the two daily runs do not start
+# together; also stopped by default.
+ingest_orders_daily = dg.build_schedule_from_partitioned_job(
+    ingest_orders_job,
+    name="ingest_orders_daily",
+    description="Materialize yesterday's shop.orders and shop.user_order_totals partitions every "
+    "day at 01:15 UTC.",
+    hour_of_day=1,
+    minute_of_hour=15,
+    tags=ORDERS_RUN_TAGS,
 )

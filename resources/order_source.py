@@ -29,7 +29,7 @@ class OrderEventSource(DailySource):
         ge=1,
         le=MAX_ORDERS_PER_DAY,
         description="Orders created per daily partition in synthetic mode (their change events "
-        "are about 2.7 times as many rows).",
+        "are about 3.6 times as many rows).",
     )
     batch_size: int = Field(
         default=65_536,

@@ -12,6 +12,7 @@ import yaml
 
 from pipelines.assets import LOG_EVENTS_KEY, RUN_TAGS
 from pipelines.definitions import REPO_ROOT, WAREHOUSE_ENV, default_warehouse, defs
+from pipelines.order_assets import ORDERS_KEY, ORDERS_RUN_TAGS, USER_ORDER_TOTALS_KEY
 
 TEMPLATE = REPO_ROOT / "dagster_home" / "dagster.yaml"
 
@@ -21,7 +22,19 @@ def test_definitions_load() -> None:
 
     assets = defs.resolve_asset_graph()
     assert assets.get(LOG_EVENTS_KEY).partitions_def.get_first_partition_key() == "2024-01-01"
-    assert {"catalog", "log_source", "paimon_io_manager"} <= set(defs.resources)
+    assert {"catalog", "log_source", "order_source", "paimon_io_manager"} <= set(defs.resources)
+
+
+def test_shop_assets_are_daily_and_grouped() -> None:
+    graph = defs.resolve_asset_graph()
+
+    for key in (ORDERS_KEY, USER_ORDER_TOTALS_KEY):
+        assert graph.get(key).partitions_def.get_first_partition_key() == "2024-01-01"
+        assert graph.get(key).group_name == "shop"
+    assert graph.get(USER_ORDER_TOTALS_KEY).parent_keys == {ORDERS_KEY}
+    assert "aggregation" in graph.get(USER_ORDER_TOTALS_KEY).description
+    [check] = graph.get_check_keys_for_assets({ORDERS_KEY})
+    assert check.name == "orders_partition_valid"
 
 
 def test_ingestion_is_an_op_of_the_asset_graph() -> None:
@@ -33,23 +46,38 @@ def test_ingestion_is_an_op_of_the_asset_graph() -> None:
     assert asset.group_names_by_key[LOG_EVENTS_KEY] == "logs"
 
 
-def test_job_runs_carry_the_table_tag() -> None:
-    job = defs.resolve_job_def("ingest_log_events_job")
+@pytest.mark.parametrize(("job_name", "tags"), [
+    ("ingest_log_events_job", RUN_TAGS),
+    ("ingest_orders_job", ORDERS_RUN_TAGS),
+])
+def test_job_runs_carry_the_table_tag(job_name: str, tags: dict[str, str]) -> None:
+    job = defs.resolve_job_def(job_name)
 
-    assert job.tags.items() >= RUN_TAGS.items()
+    assert job.tags.items() >= tags.items()
     assert job.partitions_def is not None
 
 
-def test_schedule_requests_the_previous_day() -> None:
-    schedule = defs.resolve_schedule_def("ingest_log_events_daily")
-    tick = dt_.datetime(2024, 3, 5, 1, 0, tzinfo=dt_.UTC)
+def test_orders_job_selects_both_shop_assets() -> None:
+    job = defs.resolve_job_def("ingest_orders_job")
+
+    assert set(job.asset_layer.selected_asset_keys) == {ORDERS_KEY, USER_ORDER_TOTALS_KEY}
+
+
+@pytest.mark.parametrize(("name", "job_name", "tags", "cron"), [
+    ("ingest_log_events_daily", "ingest_log_events_job", RUN_TAGS, "0 1 * * *"),
+    ("ingest_orders_daily", "ingest_orders_job", ORDERS_RUN_TAGS, "15 1 * * *"),
+])
+def test_schedule_requests_the_previous_day(name: str, job_name: str, tags: dict[str, str], cron: str) -> None:
+    schedule = defs.resolve_schedule_def(name)
+    tick = dt_.datetime(2024, 3, 5, 1, 15, tzinfo=dt_.UTC)
 
     [request] = schedule.evaluate_tick(dg.build_schedule_context(scheduled_execution_time=tick)).run_requests
 
     assert request.partition_key == "2024-03-04"
-    assert request.tags.items() >= RUN_TAGS.items()
-    assert schedule.job_name == "ingest_log_events_job"
-    assert schedule.cron_schedule == "0 1 * * *"
+    assert request.tags.items() >= tags.items()
+    assert schedule.job_name == job_name
+    assert schedule.cron_schedule == cron
+    assert schedule.default_status == dg.DefaultScheduleStatus.STOPPED
 
 
 def test_instance_template_limits_one_run_per_table() -> None:
