@@ -398,8 +398,15 @@ class TableWrite:
                               f"partition {self.overwrite.partition if self.overwrite else {}} "
                               f"of table {self.table.name}")
 
-    def commit(self) -> int | None:
-        """Commit everything written; returns the snapshot id (None if nothing to commit)."""
+    def commit(self, *, properties: Mapping[str, str] | None = None) -> int | None:
+        """Commit everything written; returns the snapshot id (None if nothing to commit).
+
+        Args:
+            properties: snapshot properties known only now (e.g. counts of what was written),
+                added to those given when the writer was created.
+        """
+        if properties:
+            self.properties = {**(self.properties or {}), **properties}
         if self._closed:
             raise SchemaError(f"this writer of table {self.table.name} is already closed")
         committer = FileStoreCommit(self.table.file_io, self.table.paths, self.schema, self.options,

@@ -149,3 +149,11 @@ def test_failure_before_publishing_removes_the_new_files(catalog: pc.Catalog) ->
     with pytest.raises(pc.errors.CorruptMetadataError, match="missing"):
         table.write(events(range(3, 6)))
     assert files_under(Path(table.path)) == before, "nothing landed, so nothing may stay behind"
+
+
+def test_properties_known_at_commit_time(catalog: pc.Catalog) -> None:
+    table = catalog.create_table("db.t", schema=EVENTS)
+    with table.new_write(properties={"run": "r1"}) as writer:
+        writer.write(events(range(3)))
+        writer.commit(properties={"rows": str(writer.rows_written)})
+    assert table.latest_snapshot().properties == {"run": "r1", "rows": "3"}  # type: ignore[union-attr]
