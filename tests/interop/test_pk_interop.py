@@ -188,3 +188,21 @@ def _create_and_write(tmp_path: Path, oracle: Oracle, writer: str, name: str, sc
     steps += [{"op": "write", "table": name, "data": oracle.save(batch)} for batch in batches]
     oracle.run(tmp_path, steps)
     return pc.Catalog(str(tmp_path)).get_table(name)
+
+
+def test_schema_evolution_on_a_primary_key_table_by_pypaimon(tmp_path: Path, oracle: Oracle) -> None:
+    oracle.run(tmp_path, [
+        {"op": "create_database", "name": "db"},
+        {"op": "create_table", "table": "db.evo", "schema": oracle.save(SCHEMA.empty_table()),
+         "primary_keys": ["id"], "options": {"bucket": "2"}},
+        {"op": "write", "table": "db.evo", "data": oracle.save(rows([1, 2, 3], ["+I"] * 3))},
+        {"op": "alter", "table": "db.evo", "changes": [{"op": "rename_column", "name": "v", "new_name": "label"},
+                                                      {"op": "add_column", "name": "extra", "type": "DOUBLE"}]},
+        {"op": "write", "table": "db.evo", "data": oracle.save(pa.table(
+            {"id": [2, 4], "label": ["two", "four"], "n": [5, 6], "flag": [True, False], "rk": ["x", "y"],
+             "extra": [0.5, None]}, schema=pa.schema([SCHEMA.field("id"), ("label", pa.string()),
+                                                      *list(SCHEMA)[2:], ("extra", pa.float64())])))}])
+    table = pc.Catalog(str(tmp_path)).get_table("db.evo")
+    final = {r["id"]: r for r in table.read().to_pylist()}
+    assert final[1]["label"] == "v1" and final[2]["label"] == "two" and final[2]["extra"] == 0.5
+    assert_every_snapshot_matches(table, oracle, tmp_path)
