@@ -13,22 +13,16 @@ See benchmarks/README.md.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import logging
-import os
-import platform
 import shutil
-import statistics
-import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import bench_common as bc
-import pyarrow as pa
 
 import paimon_core
 
@@ -39,8 +33,6 @@ REPO = HERE.parent
 ENGINES = ("pyarrow", "ours", "pypaimon")
 # One step script per engine, so that a step process imports only its own engine.
 SCRIPTS = {"pyarrow": "bench_pyarrow.py", "ours": "bench_ours.py", "pypaimon": "bench_oracle.py"}
-PSI_QUIET = 25.0  # % of time some task waited for a CPU (avg10); wait for less before each step
-CHILD_TIMEOUT_S = 1800
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,24 +47,7 @@ class Step:
     buffer: str | None = None
 
 
-@dataclass(slots=True)
-class Rep:
-    seconds: float
-    cpu_seconds: float
-    peak_rss_mib: float
-    base_rss_mib: float
-    process_wall_s: float
-    cpu_pressure: float | None
-
-
-@dataclass(slots=True)
-class Outcome:
-    step: Step
-    reps: list[Rep]
-    check: dict[str, int]
-
-    def median(self, field: str) -> float:
-        return statistics.median(getattr(rep, field) for rep in self.reps)
+Outcome = bc.Outcome[Step]
 
 
 @dataclass(slots=True)
@@ -95,40 +70,11 @@ def phases(buffers: list[str]) -> list[list[Step]]:
 
 # ---- running one step --------------------------------------------------------------------------
 
-def cpu_pressure() -> float | None:
-    try:
-        return float(Path("/proc/pressure/cpu").read_text().split("avg10=")[1].split()[0])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def wait_quiet(max_wait_s: float) -> float | None:
-    """Wait up to ``max_wait_s`` for CPU pressure to fall below PSI_QUIET; return the last reading."""
-    deadline = time.monotonic() + max_wait_s
-    pressure = cpu_pressure()
-    while pressure is not None and pressure >= PSI_QUIET and time.monotonic() < deadline:
-        time.sleep(1)
-        pressure = cpu_pressure()
-    return pressure
-
-
 def command(step: Step, data: Path, target: Path, oracle_python: Path) -> list[str]:
     python = str(oracle_python) if step.engine == "pypaimon" else sys.executable
     buffer = ["--buffer", step.buffer] if step.buffer else []
     return [python, str(HERE / SCRIPTS[step.engine]), step.action, "--input", str(data),
             "--target", str(target), *buffer]
-
-
-def run_child(argv: list[str]) -> tuple[dict[str, Any], float]:
-    """Run one step process; (its parsed result line, its wall seconds). Aborts if it fails."""
-    start = time.perf_counter()
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, check=False)
-    wall = time.perf_counter() - start
-    lines = [line for line in proc.stdout.splitlines() if line.startswith(bc.RESULT_PREFIX)]
-    if proc.returncode != 0 or len(lines) != 1:
-        raise SystemExit(f"step failed (rc {proc.returncode}): {' '.join(argv)}\n"
-                         f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
-    return json.loads(lines[0][len(bc.RESULT_PREFIX):]), wall
 
 
 def expected_check(step: Step, expected: bc.Expected) -> dict[str, int]:
@@ -160,17 +106,14 @@ def dataset(work: Path, rows: int) -> tuple[Path, bc.Expected]:
 
 
 def run_rep(step: Step, rows: int, data: Path, tables: Path, expected: bc.Expected,
-            args: argparse.Namespace) -> tuple[Rep, dict[str, int]]:
+            args: argparse.Namespace) -> tuple[bc.Rep, dict[str, int]]:
     """One repetition of one step in a fresh process, checked against the expected fingerprint."""
     target = tables / step.target
     if step.fresh:
         shutil.rmtree(target, ignore_errors=True)
-    pressure = wait_quiet(args.quiet_wait)
-    result, wall = run_child(command(step, data, target, args.oracle_python))
-    verify(step, rows, result["check"], expected)
-    rep = Rep(result["seconds"], result["cpu_seconds"], result["peak_rss_mib"], result["base_rss_mib"],
-              round(wall, 3), pressure)
-    return rep, result["check"]
+    rep, check = bc.run_measured(command(step, data, target, args.oracle_python), args.quiet_wait)
+    verify(step, rows, check, expected)
+    return rep, check
 
 
 def run_size(rows: int, args: argparse.Namespace) -> SizeRun:
@@ -179,7 +122,7 @@ def run_size(rows: int, args: argparse.Namespace) -> SizeRun:
     shutil.rmtree(tables, ignore_errors=True)
     outcomes = []
     for phase in phases(args.stream_buffers):
-        results = [Outcome(step, [], {}) for step in phase]
+        results = [Outcome(step) for step in phase]
         for index in range(args.reps):
             for outcome in results:
                 rep, outcome.check = run_rep(outcome.step, rows, data, tables, expected, args)
@@ -211,16 +154,14 @@ COLUMNS = ("engine", "step", "seconds (median)", "min-max", "CPU s", "rows/s", "
 
 def table_row(rows: int, outcomes: list[Outcome], o: Outcome) -> list[str]:
     seconds = o.median("seconds")
-    return [o.step.engine, o.step.name, f"{seconds:.3f}",
-            f"{min(r.seconds for r in o.reps):.3f}-{max(r.seconds for r in o.reps):.3f}",
-            f"{o.median('cpu_seconds'):.2f}", f"{rows / seconds / 1e6:.2f} M",
+    return [o.step.engine, o.step.name, f"{seconds:.3f}", o.spread(), f"{o.median('cpu_seconds'):.2f}",
+            f"{rows / seconds / 1e6:.2f} M",
             f"{o.median('peak_rss_mib'):.0f}", f"{o.median('base_rss_mib'):.0f}",
             ratio(outcomes, o.step, "pyarrow"), ratio(outcomes, o.step, "pypaimon")]
 
 
 def markdown(rows: int, outcomes: list[Outcome]) -> str:
-    lines = [COLUMNS, ["---"] * len(COLUMNS), *(table_row(rows, outcomes, o) for o in outcomes)]
-    return "\n".join("| " + " | ".join(cells) + " |" for cells in lines)
+    return bc.markdown(COLUMNS, (table_row(rows, outcomes, o) for o in outcomes))
 
 
 def stream_note(outcomes: list[Outcome]) -> str:
@@ -234,14 +175,6 @@ def stream_note(outcomes: list[Outcome]) -> str:
     return "Streaming ingest (ours): " + "; ".join(parts) + "." if parts else ""
 
 
-def pressure_note(outcomes: list[Outcome]) -> str:
-    readings = [r.cpu_pressure for o in outcomes for r in o.reps if r.cpu_pressure is not None]
-    if not readings:
-        return ""
-    return (f"CPU pressure (PSI some avg10) as the steps started: median "
-            f"{statistics.median(readings):.0f}%, max {max(readings):.0f}%.")
-
-
 def cross_check(run: SizeRun) -> None:
     """Every engine must have returned the same fingerprint for the same read."""
     for action in ("read", "filtered_read"):
@@ -250,59 +183,28 @@ def cross_check(run: SizeRun) -> None:
             raise SystemExit(f"CORRECTNESS FAILURE at {run.rows:,} rows: {action} results differ: {checks}")
 
 
-def source_digest() -> str:
-    """Digest of paimon_core's sources, to notice when the code under test changes during a run."""
-    digest = hashlib.sha256()
-    for path in sorted((REPO / "paimon_core").rglob("*.py")):
-        digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:16]
-
-
-def git_head() -> str:
-    probe = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-                           capture_output=True, text=True, check=False)
-    return probe.stdout.strip() or "unknown"
-
-
 def versions(oracle_python: Path) -> dict[str, str]:
-    probe = subprocess.run(
-        [str(oracle_python), "-c", "import importlib.metadata as m, pyarrow; "
-         "print(m.version('pypaimon'), pyarrow.__version__)"],
-        capture_output=True, text=True, check=True)
-    pypaimon, oracle_pyarrow = probe.stdout.split()
-    return {"python": platform.python_version(), "pyarrow": pa.__version__,
+    pypaimon, oracle_pyarrow = bc.venv_versions(oracle_python, ["pypaimon", "pyarrow"])
+    host = bc.host_versions()
+    return {"python": host.pop("python"), "pyarrow": host.pop("pyarrow"),
             "paimon_core": paimon_core.__version__, "pypaimon": pypaimon,
-            "pyarrow (oracle venv)": oracle_pyarrow, "git HEAD": git_head(),
-            "paimon_core sources": source_digest(), "cpus": str(os.cpu_count()),
-            "machine": platform.platform()}
+            "pyarrow (oracle venv)": oracle_pyarrow, **host}
 
 
 def save(path: Path, meta: dict[str, Any], runs: list[SizeRun]) -> None:
     sizes = [{"rows": run.rows, "input_mib": round(run.input_mib, 1),
-              "steps": [{**asdict(o.step), "check": o.check, "reps": [asdict(r) for r in o.reps],
-                         "median_seconds": o.median("seconds"),
-                         "median_cpu_seconds": o.median("cpu_seconds"),
-                         "median_peak_rss_mib": o.median("peak_rss_mib")} for o in run.outcomes]}
-             for run in runs]
+              "steps": [o.to_json() for o in run.outcomes]} for run in runs]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"meta": meta, "sizes": sizes}, indent=1))
 
 
 def render(run: SizeRun) -> str:
-    notes = "\n".join(note for note in (stream_note(run.outcomes), pressure_note(run.outcomes)) if note)
+    notes = "\n".join(note for note in (stream_note(run.outcomes), bc.pressure_note(run.outcomes)) if note)
     return (f"### {run.rows:,} rows (input {run.input_mib:,.0f} MiB of Arrow)\n\n"
             f"{markdown(run.rows, run.outcomes)}\n\n{notes}")
 
 
 # ---- main --------------------------------------------------------------------------------------
-
-def remove_work(work: Path) -> None:
-    """Delete what this script wrote under ``work`` (and ``work`` itself once it is empty)."""
-    for name in ("data", "tables"):
-        shutil.rmtree(work / name, ignore_errors=True)
-    if work.exists() and not any(work.iterdir()):
-        work.rmdir()
-
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -316,7 +218,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--json", type=Path, default=REPO / ".bench" / "append_bench.json")
     parser.add_argument("--oracle-python", type=Path, default=REPO / ".venv-oracle" / "bin" / "python")
     parser.add_argument("--quiet-wait", type=float, default=5.0,
-                        help=f"seconds to wait for CPU pressure below {PSI_QUIET:.0f}%% before each step")
+                        help=f"seconds to wait for CPU pressure below {bc.PSI_QUIET:.0f}%% before each step")
     parser.add_argument("--keep", action="store_true", help="keep the inputs and tables")
     args = parser.parse_args()
     if args.quick:
@@ -336,11 +238,11 @@ def main() -> None:
         for rows in sorted(args.rows):
             runs.append(run_size(rows, args))
             cross_check(runs[-1])
-            meta["paimon_core sources after run"] = source_digest()
+            meta["paimon_core sources after run"] = bc.source_digest()
             save(args.json, meta, runs)
     finally:
         if not args.keep:
-            remove_work(args.work)
+            bc.remove_work(args.work, ["data", "tables"])
     print(f"\nAppend-table benchmark: {args.reps} process(es) per step, median step seconds; "
           + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()))
     if meta.get("paimon_core sources after run") != meta["versions"]["paimon_core sources"]:

@@ -15,12 +15,15 @@ import hashlib
 import json
 import os
 import platform
+import pstats
 import resource
 import shutil
 import statistics
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import thread as futures_thread
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -199,19 +202,69 @@ def _cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+class _WorkerProfiles:
+    """cProfile of the work items that run on ``ThreadPoolExecutor`` threads during a step.
+
+    cProfile only sees the thread that enabled it, so a step that hands work to a thread pool
+    shows the main thread waiting on a lock. While active, every work item runs under its own
+    profiler; :meth:`dump` merges them (times are then summed over the worker threads).
+    """
+
+    def __init__(self) -> None:
+        self.profilers: list[cProfile.Profile] = []
+        self._lock = threading.Lock()
+        self._original = futures_thread._WorkItem.run
+
+    def __enter__(self) -> _WorkerProfiles:
+        original, profilers, lock = self._original, self.profilers, self._lock
+
+        def run(item: Any) -> None:
+            profiler = cProfile.Profile()
+            try:
+                profiler.runcall(original, item)
+            finally:
+                with lock:
+                    profilers.append(profiler)
+
+        futures_thread._WorkItem.run = run  # type: ignore[method-assign, assignment]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        futures_thread._WorkItem.run = self._original  # type: ignore[method-assign]
+
+    def dump(self, path: Path) -> None:
+        if not self.profilers:
+            return
+        stats = pstats.Stats(self.profilers[0])
+        for profiler in self.profilers[1:]:
+            stats.add(profiler)
+        stats.dump_stats(str(path))
+
+
+def worker_profile_path(profile: Path) -> Path:
+    """Where :func:`measure` puts the merged profile of thread-pool work items."""
+    return profile.with_name(profile.stem + ".workers" + profile.suffix)
+
+
 def measure(action: Callable[[], T], profile: Path | None = None) -> tuple[T, Timing]:
     """Run ``action`` once and time it.
 
-    With ``profile`` the call runs under cProfile and the stats are dumped there (the time then
-    includes the profiler's overhead).
+    With ``profile`` the call runs under cProfile and the stats are dumped there, and those of the
+    work items it ran on thread pools to :func:`worker_profile_path` (the time then includes the
+    profilers' overhead).
     """
     base = peak_rss_mib()
-    profiler = cProfile.Profile() if profile is not None else None
-    cpu, start = _cpu_seconds(), time.perf_counter()
-    result = profiler.runcall(action) if profiler is not None else action()
-    timing = Timing(time.perf_counter() - start, _cpu_seconds() - cpu, base, peak_rss_mib())
-    if profiler is not None:
-        profiler.dump_stats(str(profile))
+    if profile is None:
+        cpu, start = _cpu_seconds(), time.perf_counter()
+        result = action()
+        return result, Timing(time.perf_counter() - start, _cpu_seconds() - cpu, base, peak_rss_mib())
+    profiler = cProfile.Profile()
+    with _WorkerProfiles() as workers:
+        cpu, start = _cpu_seconds(), time.perf_counter()
+        result = profiler.runcall(action)
+        timing = Timing(time.perf_counter() - start, _cpu_seconds() - cpu, base, peak_rss_mib())
+    profiler.dump_stats(str(profile))
+    workers.dump(worker_profile_path(profile))
     return result, timing
 
 

@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from paimon_core.columnar import int64_array
 from paimon_core.keyvalue import SEQUENCE_NUMBER
 
 
@@ -36,14 +37,27 @@ class Groups:
 
 
 def merge_permutation(table: pa.Table, keys: Sequence[str], sequence_fields: Sequence[str] = (),
-                      *, descending_sequence: bool = False) -> pa.Array:
-    """Row indices of ``table`` in merge order: key, then user sequence fields, then sequence."""
+                      *, descending_sequence: bool = False, in_sequence: bool = False) -> pa.Array:
+    """Row indices of ``table`` in merge order: key, then user sequence fields, then sequence.
+
+    ``in_sequence`` says every key's rows already appear in sequence order (rows in arrival
+    order, or runs concatenated oldest first): then a stable sort on the key alone suffices.
+    """
+    if in_sequence and not sequence_fields:
+        return _stable_key_order(table, keys)
     order = "descending" if descending_sequence else "ascending"
     sort_keys = ([(k, "ascending", "at_start") for k in keys]
                  + [(f, order, "at_start") for f in sequence_fields]
                  + [(SEQUENCE_NUMBER, "ascending", "at_start")])
     columns = list(dict.fromkeys([*keys, *sequence_fields, SEQUENCE_NUMBER]))
     return pc.sort_indices(table.select(columns), sort_keys=sort_keys)
+
+
+def _stable_key_order(table: pa.Table, keys: Sequence[str]) -> pa.Array:
+    if len(keys) == 1 and pa.types.is_integer(table.schema.field(keys[0]).type):
+        values = table.column(keys[0]).to_numpy()
+        return int64_array(np.argsort(values, kind="stable"))
+    return pc.sort_indices(table.select(list(keys)), sort_keys=[(k, "ascending", "at_start") for k in keys])
 
 
 def merge_order(table: pa.Table, keys: Sequence[str], sequence_fields: Sequence[str] = (),

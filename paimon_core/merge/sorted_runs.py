@@ -19,24 +19,30 @@ from paimon_core.merge.sort import merge_permutation
 
 
 class _Run:
-    """The unconsumed rows of one sorted run's current chunk."""
+    """The unconsumed rows of one sorted run's current chunk, with one chunk of lookahead.
+
+    The lookahead makes ``exhausted`` exact: a run whose last chunk is loaded does not bound
+    the cut, so its final rows are merged with the rest instead of in a round of their own.
+    """
 
     def __init__(self, chunks: Iterator[pa.Table], keys: Sequence[str]) -> None:
-        self.chunks = chunks
+        self.chunks = (chunk for chunk in chunks if chunk.num_rows)
         self.keys = list(keys)
         self.table: pa.Table | None = None
-        self.exhausted = False
+        self.pending: pa.Table | None = next(self.chunks, None)
         self.extend()
 
+    @property
+    def exhausted(self) -> bool:
+        return self.pending is None
+
     def extend(self) -> None:
-        """Append the run's next chunk (or note that there is none)."""
-        for chunk in self.chunks:
-            if chunk.num_rows == 0:
-                continue
-            self.table = chunk if self.table is None or self.table.num_rows == 0 else pa.concat_tables(
-                [self.table, chunk.cast(self.table.schema)])
+        """Append the run's next chunk, if any."""
+        chunk, self.pending = self.pending, next(self.chunks, None) if self.pending is not None else None
+        if chunk is None:
             return
-        self.exhausted = True
+        self.table = chunk if self.table is None or self.table.num_rows == 0 else pa.concat_tables(
+            [self.table, chunk.cast(self.table.schema)])
 
     @property
     def has_rows(self) -> bool:
@@ -52,7 +58,7 @@ class _Run:
         assert self.table is not None
         count = self.table.num_rows if cut is None else _count_below(self.table, self.keys, cut)
         taken, self.table = self.table.slice(0, count), self.table.slice(count)
-        if self.table.num_rows == 0 and not self.exhausted:
+        if self.table.num_rows == 0:
             self.extend()
         return taken
 
@@ -77,6 +83,7 @@ def merge_sorted_runs(runs: Sequence[Iterator[pa.Table]], *, keys: Sequence[str]
                       descending_sequence: bool = False) -> Iterator[pa.Table]:
     """Merge key-sorted runs (each key's versions in sequence order) and fold every key.
 
+    Requires: runs given oldest first, so a key's versions from earlier runs precede later ones.
     Yields key-sorted chunks; a key never spans two chunks.
     """
     states = [_Run(chunks, keys) for chunks in runs]
@@ -94,5 +101,6 @@ def merge_sorted_runs(runs: Sequence[Iterator[pa.Table]], *, keys: Sequence[str]
                     state.extend()
             continue
         combined = pa.concat_tables([p.cast(parts[0].schema) for p in parts]) if len(parts) > 1 else parts[0]
-        order = merge_permutation(combined, keys, sequence_fields, descending_sequence=descending_sequence)
+        order = merge_permutation(combined, keys, sequence_fields, descending_sequence=descending_sequence,
+                                  in_sequence=True)
         yield engine.merge_unsorted(combined, order, list(keys))

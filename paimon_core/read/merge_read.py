@@ -10,6 +10,7 @@ before (that would resurrect older versions of a key).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -79,12 +80,17 @@ class MergeSplitReader(SplitReader):
 
     def read_section(self, split: DataSplit, section: Section) -> pa.Table:
         """Merged rows of one section (memory layout without system columns), retractions dropped."""
-        tables = [self.read_key_values(split, meta) for meta in section]
+        ordered = sorted(section, key=lambda m: (m.min_sequence_number, m.max_sequence_number))
+        # Files whose sequence ranges do not overlap, concatenated oldest first, hold every key's
+        # versions in sequence order: a stable sort on the key alone then gives merge order.
+        in_sequence = all(a.max_sequence_number < b.min_sequence_number for a, b in itertools.pairwise(ordered))
+        tables = [self.read_key_values(split, meta) for meta in ordered]
         if len(tables) == 1:
             merged = tables[0]
         else:
             combined = pa.concat_tables(tables)
-            order = merge_permutation(combined, self.keys, self.sequence_fields, descending_sequence=self.descending)
+            order = merge_permutation(combined, self.keys, self.sequence_fields, descending_sequence=self.descending,
+                                      in_sequence=in_sequence)
             merged = self.engine.merge_unsorted(combined, order, self.keys)
         kinds = merged.column(VALUE_KIND)
         alive = pc.invert(pc.or_(pc.equal(kinds, UPDATE_BEFORE), pc.equal(kinds, DELETE)))

@@ -45,8 +45,11 @@ class _FormatWriter:
             compression = "none" if self.format == "parquet" else "uncompressed"
         if self.format == "parquet":
             level = options.file_compression_zstd_level if compression == "zstd" else None
+            # Keys and sequence numbers are near-unique: dictionary encoding them is wasted work.
+            dictionary = [f.name for f in schema if not f.name.startswith(("_KEY_", "_SEQUENCE_NUMBER"))]
             self._parquet = pq.ParquetWriter(sink, schema, compression=compression,
                                              compression_level=level, version="2.6",
+                                             use_dictionary=dictionary,
                                              write_statistics=True, write_page_index=True)
         else:
             self._time_columns = [i for i, f in enumerate(schema) if pa.types.is_time(f.type)]

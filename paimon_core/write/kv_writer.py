@@ -22,7 +22,7 @@ from paimon_core.fileio import FileIO
 from paimon_core.keyvalue import SEQUENCE_NUMBER, VALUE_KIND, KeyValueLayout
 from paimon_core.layout import TablePaths
 from paimon_core.merge.engine import MergeEngine
-from paimon_core.merge.sort import key_groups, merge_order
+from paimon_core.merge.sort import key_groups, merge_permutation
 from paimon_core.merge.sorted_runs import merge_sorted_runs
 from paimon_core.options import TableOptions
 from paimon_core.schema import TableSchema
@@ -35,6 +35,8 @@ log = logging.getLogger(__name__)
 
 # Buckets are merged and encoded concurrently at commit (pyarrow releases the GIL).
 _ENCODE_THREADS = max(1, min(4, os.cpu_count() or 1))
+# Merged chunks are gathered into row groups of about this many (in-memory) bytes.
+_ROW_GROUP_BYTES = 64 * 1024 * 1024
 
 
 class _InMemoryRun:
@@ -112,16 +114,22 @@ class KeyValueWriter:
             state = self._buckets[key] = _Bucket(partition, bucket, self.next_sequence(partition.row, bucket))
         return state
 
-    def _sorted_buffer(self, state: _Bucket) -> pa.Table:
-        table = pa.concat_tables(state.chunks) if len(state.chunks) > 1 else state.chunks[0]
+    def _take_buffer(self, state: _Bucket) -> list[pa.Table]:
+        chunks = state.chunks
         self._buffered -= state.nbytes
         state.chunks, state.nbytes = [], 0
-        return merge_order(table, self.keys, self.options.sequence_field,
-                           descending_sequence=self.options.sequence_descending)
+        return chunks
+
+    def _sort(self, chunks: list[pa.Table]) -> pa.Table:
+        """Buffered rows in merge order (they arrived in sequence order)."""
+        table = pa.concat_tables(chunks) if len(chunks) > 1 else chunks[0]
+        order = merge_permutation(table, self.keys, self.options.sequence_field,
+                                  descending_sequence=self.options.sequence_descending, in_sequence=True)
+        return table.take(order)
 
     def _relieve(self, state: _Bucket) -> None:
         """Free the buffer of one bucket: spill it as a sorted run, or write it as level 0."""
-        ordered = self._sorted_buffer(state)
+        ordered = self._sort(self._take_buffer(state))
         if self.options.write_buffer_spillable:
             state.spills.append(SpillFile(ordered))
             log.debug("spilled %d rows of bucket %d (%s)", ordered.num_rows, state.bucket, state.partition.path)
@@ -138,28 +146,36 @@ class KeyValueWriter:
             prefix=self.options.data_file_prefix)
 
     def _write_run(self, state: _Bucket, merged: Iterator[pa.Table]) -> None:
+        """Write one sorted run, coalescing small merged chunks into larger row groups."""
         if state.writer is None:
             state.writer = self._file_writer(state)
         writer = state.writer
+        pending: list[pa.Table] = []
+        size = 0
         for chunk in merged:
-            writer.write(self.layout.to_file(chunk))
+            pending.append(chunk)
+            size += chunk.nbytes
+            if size >= _ROW_GROUP_BYTES:
+                writer.write(self.layout.to_file(pa.concat_tables(pending)))
+                pending, size = [], 0
+        if pending:
+            writer.write(self.layout.to_file(pa.concat_tables(pending)))
         writer.roll()
 
     def prepare_commit(self) -> list[CommitMessage]:
         """Merge every bucket's spilled runs and buffer into level-0 files (buckets in parallel)."""
-        states = list(self._buckets.values())
-        for state in states:  # sorting happens here, on the caller's thread, to keep memory accounting simple
-            if state.chunks:
-                state.spills.append(_InMemoryRun(self._sorted_buffer(state)))
-        if len(states) > 1 and _ENCODE_THREADS > 1:
+        work = [(state, self._take_buffer(state)) for state in self._buckets.values()]
+        if len(work) > 1 and _ENCODE_THREADS > 1:
             with ThreadPoolExecutor(_ENCODE_THREADS, thread_name_prefix="paimon-flush") as pool:
-                results = list(pool.map(self._finish_bucket, states))
+                results = list(pool.map(lambda item: self._finish_bucket(*item), work))
         else:
-            results = [self._finish_bucket(state) for state in states]
+            results = [self._finish_bucket(state, chunks) for state, chunks in work]
         self._buckets.clear()
         return [message for message in results if message is not None]
 
-    def _finish_bucket(self, state: _Bucket) -> CommitMessage | None:
+    def _finish_bucket(self, state: _Bucket, buffered: list[pa.Table]) -> CommitMessage | None:
+        if buffered:
+            state.spills.append(_InMemoryRun(self._sort(buffered)))
         runs = [spill.chunks() for spill in state.spills]
         if runs:
             self._write_run(state, merge_sorted_runs(
