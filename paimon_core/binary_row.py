@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from paimon_core.columnar import validity
 from paimon_core.errors import CorruptMetadataError, UnsupportedFeatureError
 from paimon_core.types import BINARY_ROOTS, STRING_ROOTS, AtomicType, DataType
 
@@ -254,7 +255,7 @@ def hash_arrow_rows(columns: Sequence[pa.Array], types: Sequence[AtomicType]) ->
     builders: list[_VarBuilder | None] = []
     for i, (column, data_type) in enumerate(zip(columns, types)):
         array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-        valid = _validity(array)
+        valid = validity(array)
         bit = i + 8
         header[~valid, bit // 8] |= np.uint8(1 << (bit % 8))
         slot, sizes, builder = _column_layout(array, data_type, valid)
@@ -326,12 +327,6 @@ def _gather(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, size: int
     gathered = data[starts[:, None] + cols[None, :]]
     gathered[cols[None, :] >= lengths[:, None]] = 0
     return gathered
-
-
-def _validity(column: pa.Array) -> np.ndarray:
-    if column.null_count == 0:
-        return np.ones(len(column), dtype=bool)
-    return np.asarray(column.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def _column_layout(column: pa.Array, data_type: AtomicType, valid: np.ndarray

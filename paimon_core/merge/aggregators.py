@@ -19,8 +19,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimon_core.columnar import int64_array
+from paimon_core.columnar import int64_array, take_or_null, validity
 from paimon_core.errors import AggregationOverflowError, OptionError
+from paimon_core.merge.engine import any_where, first_where, last_where
 from paimon_core.merge.sort import Groups
 from paimon_core.options import TableOptions
 from paimon_core.types import ArrayType, AtomicType, DataField, MapType
@@ -45,36 +46,6 @@ class FoldContext:
         rows = self.base[self.base >= 0]
         mask[rows] = valid[rows]
         return mask
-
-
-def _valid(column: pa.ChunkedArray) -> np.ndarray:
-    if column.null_count == 0:
-        return np.ones(len(column), dtype=bool)
-    return np.asarray(column.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-
-
-def _take(column: pa.ChunkedArray, index: np.ndarray) -> pa.Array:
-    """``column[index]`` per key, with -1 meaning null."""
-    missing = index < 0
-    if missing.any():
-        return pc.take(column, pa.array(np.where(missing, 0, index), pa.int64(), mask=missing))
-    return pc.take(column, int64_array(index))
-
-
-def _last(mask: np.ndarray, groups: Groups) -> np.ndarray:
-    positions = np.where(mask, np.arange(len(mask)), -1)
-    return np.maximum.reduceat(positions, groups.starts)
-
-
-def _first(mask: np.ndarray, groups: Groups) -> np.ndarray:
-    n = len(mask)
-    positions = np.where(mask, np.arange(n), n)
-    firsts = np.minimum.reduceat(positions, groups.starts)
-    return np.where(firsts == n, -1, firsts)
-
-
-def _any(mask: np.ndarray, groups: Groups) -> np.ndarray:
-    return np.maximum.reduceat(mask.astype(np.int8), groups.starts) > 0
 
 
 class Aggregator:
@@ -125,7 +96,7 @@ class PrimaryKey(Aggregator):
     retractable = True
 
     def fold(self, column: pa.ChunkedArray, context: FoldContext) -> pa.Array:
-        return _take(column, context.groups.ends - 1)
+        return take_or_null(column, context.groups.ends - 1)
 
 
 class LastValue(Aggregator):
@@ -134,9 +105,9 @@ class LastValue(Aggregator):
 
     def fold(self, column: pa.ChunkedArray, context: FoldContext) -> pa.Array:
         retracts = self.retracts(context)
-        last = _last(context.adds | retracts, context.groups)
+        last = last_where(context.adds | retracts, context.groups)
         picked = np.where(last >= 0, np.where(retracts[np.maximum(last, 0)], -1, last), context.base)
-        return _take(column, picked)
+        return take_or_null(column, picked)
 
 
 class LastNonNullValue(Aggregator):
@@ -145,9 +116,9 @@ class LastNonNullValue(Aggregator):
 
     def fold(self, column: pa.ChunkedArray, context: FoldContext) -> pa.Array:
         retracts = self.retracts(context)
-        last = _last((context.adds | retracts) & _valid(column), context.groups)
+        last = last_where((context.adds | retracts) & validity(column), context.groups)
         picked = np.where(last >= 0, np.where(retracts[np.maximum(last, 0)], -1, last), context.base)
-        return _take(column, picked)
+        return take_or_null(column, picked)
 
 
 class FirstValue(Aggregator):
@@ -160,18 +131,18 @@ class FirstValue(Aggregator):
 
     def fold(self, column: pa.ChunkedArray, context: FoldContext) -> pa.Array:
         seen = self.seen(column)
-        first = _first(context.adds & seen, context.groups)
+        first = first_where(context.adds & seen, context.groups)
         # Paimon's aggregator keeps its "initialized" flag when a -D resets the accumulator.
-        set_before = _any(context.adds_before_base & seen, context.groups) & (context.base >= 0)
+        set_before = any_where(context.adds_before_base & seen, context.groups) & (context.base >= 0)
         picked = np.where(set_before, context.base, np.where(first >= 0, first, context.base))
-        return _take(column, picked)
+        return take_or_null(column, picked)
 
 
 class FirstNonNullValue(FirstValue):
     name = "first_non_null_value"
 
     def seen(self, column: pa.ChunkedArray) -> np.ndarray:
-        return _valid(column)
+        return validity(column)
 
 
 class Sum(Aggregator):
@@ -189,7 +160,7 @@ class Sum(Aggregator):
     def fold(self, column: pa.ChunkedArray, context: FoldContext) -> pa.Array:
         data_type = self.field.type
         assert isinstance(data_type, AtomicType)
-        valid = _valid(column)
+        valid = validity(column)
         retracts = self.retracts(context)
         rows = ((context.adds | retracts) & valid) | context.base_rows(valid)
         count = np.add.reduceat(rows.astype(np.int64), context.groups.starts)
@@ -232,7 +203,7 @@ class Product(Aggregator):
         retracts = self.retracts(context)
         if retracts.any() or data_type.root == "DECIMAL":
             return self.fold_sequentially(column, context, _product_step(data_type))
-        valid = _valid(column)
+        valid = validity(column)
         rows = (context.adds & valid) | context.base_rows(valid)
         count = np.add.reduceat(rows.astype(np.int64), context.groups.starts)
         values = np.where(rows, _numbers(column), 1)
@@ -255,7 +226,7 @@ class _Extreme(Aggregator):
             raise self.type_error(table)
 
     def fold(self, column: pa.ChunkedArray, context: FoldContext) -> pa.Array:
-        valid = _valid(column)
+        valid = validity(column)
         rows = np.flatnonzero((context.adds & valid) | context.base_rows(valid))
         return _grouped(column, rows, context, self.kernel)
 
@@ -270,18 +241,13 @@ class Min(_Extreme):
     kernel = "min"
 
 
-class BoolAnd(Aggregator):
+class BoolAnd(_Extreme):
     name = "bool_and"
-    kernel: ClassVar[str] = "all"
+    kernel = "all"
 
     def check_type(self, table: str) -> None:
         if not isinstance(self.field.type, AtomicType) or self.field.type.root != "BOOLEAN":
             raise self.type_error(table)
-
-    def fold(self, column: pa.ChunkedArray, context: FoldContext) -> pa.Array:
-        valid = _valid(column)
-        rows = np.flatnonzero((context.adds & valid) | context.base_rows(valid))
-        return _grouped(column, rows, context, self.kernel)
 
 
 class BoolOr(BoolAnd):
@@ -310,12 +276,12 @@ class Listagg(Aggregator):
         if self.distinct:
             return self.fold_sequentially(column, context, self._distinct_step)
         lengths = pc.fill_null(pc.utf8_length(pc.utf8_trim_whitespace(column)), 0)
-        present = _valid(column) & (np.asarray(lengths.to_numpy(zero_copy_only=False)) > 0)
+        present = validity(column) & (np.asarray(lengths.to_numpy(zero_copy_only=False)) > 0)
         rows = np.flatnonzero((context.adds & present) | context.base_rows(present))
         joined = _grouped(column, rows, context, "list")
         result = pc.binary_join(joined, self.delimiter)
         # A key whose only value is a blank starting row keeps that blank value.
-        return pc.if_else(pc.is_null(result), _take(column, context.base), result)
+        return pc.if_else(pc.is_null(result), take_or_null(column, context.base), result)
 
     def _distinct_step(self, acc: Any, value: Any, retract: bool) -> Any:
         if value is None or not str(value).strip():
@@ -348,7 +314,7 @@ class Collect(Aggregator):
     def fold(self, column: pa.ChunkedArray, context: FoldContext) -> pa.Array:
         if self.distinct or self.retracts(context).any():
             return self.fold_sequentially(column, context, self._step)
-        valid = _valid(column)
+        valid = validity(column)
         rows = np.flatnonzero((context.adds & valid) | context.base_rows(valid))
         taken = pc.take(column, int64_array(rows)).combine_chunks()
         lengths = np.asarray(pc.list_value_length(taken).to_numpy(zero_copy_only=False), dtype=np.int64)
@@ -443,7 +409,7 @@ def _grouped(column: pa.ChunkedArray, rows: np.ndarray, context: FoldContext, ke
     result = table.group_by("key", use_threads=False).aggregate([("value", kernel)])
     position = np.full(len(context.groups), -1, dtype=np.int64)
     position[np.asarray(result.column("key").to_numpy(zero_copy_only=False))] = np.arange(result.num_rows)
-    return _take(result.column(f"value_{kernel}"), position)
+    return take_or_null(result.column(f"value_{kernel}"), position)
 
 
 def _unscaled(column: pa.ChunkedArray, scale: int) -> np.ndarray:

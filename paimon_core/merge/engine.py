@@ -70,3 +70,8 @@ def first_where(mask: np.ndarray, groups: Groups) -> np.ndarray:
     positions = np.where(mask, np.arange(n, dtype=np.int64), n)
     firsts = np.minimum.reduceat(positions, groups.starts) if n else positions
     return np.where(firsts == n, -1, firsts)
+
+
+def any_where(mask: np.ndarray, groups: Groups) -> np.ndarray:
+    """Per group, whether ``mask`` holds for any of its rows."""
+    return np.maximum.reduceat(mask.astype(np.int8), groups.starts) > 0 if len(mask) else np.zeros(0, bool)

@@ -25,10 +25,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimon_core.columnar import int8_array, int64_array
+from paimon_core.columnar import int8_array, int64_array, take_or_null, validity
 from paimon_core.errors import OptionError, RowKindError, UnsupportedFeatureError
 from paimon_core.keyvalue import DELETE, INSERT, SEQUENCE_NUMBER, VALUE_KIND, is_retract
-from paimon_core.merge.engine import MergeEngine, kinds_of, last_where
+from paimon_core.merge.engine import MergeEngine, any_where, kinds_of, last_where
 from paimon_core.merge.sort import Groups
 from paimon_core.options import TableOptions
 from paimon_core.schema import TableSchema
@@ -114,11 +114,11 @@ class PartialUpdate(MergeEngine):
             if name in self.grouped:
                 continue
             column = table.column(name)
-            index = last_where(adds & _valid(column) & after_base, groups)
-            columns[name] = _take_or_null(column, np.where(index >= 0, index, base))
+            index = last_where(adds & validity(column) & after_base, groups)
+            columns[name] = take_or_null(column, np.where(index >= 0, index, base))
         for group in self.groups:
             columns.update(self._sequence_group(table, groups, group, retract, active, base, row_group))
-        has_add = np.maximum.reduceat(adds.astype(np.int8), groups.starts) > 0
+        has_add = any_where(adds, groups)
         kind = np.where(reset_by_delete | ~has_add, DELETE, INSERT)
         last_active = last_where(active, groups)
         sequence = np.asarray(table.column(SEQUENCE_NUMBER).to_numpy(zero_copy_only=False))
@@ -137,7 +137,7 @@ class PartialUpdate(MergeEngine):
             column = table.column(data_field.name)
             if data_field.type.nullable or not column.null_count:
                 continue
-            if (checked & ~_valid(column)).any():
+            if (checked & ~validity(column)).any():
                 raise RowKindError(f"partial-update: NOT NULL column {data_field.name!r} is null in a "
                                    "row that sets it")
 
@@ -148,7 +148,7 @@ class PartialUpdate(MergeEngine):
         n = table.num_rows
         ordering_valid = np.zeros(n, dtype=bool)
         for name in group.ordering:
-            ordering_valid |= _valid(table.column(name))
+            ordering_valid |= validity(table.column(name))
         eligible = active & ordering_valid
         # With ignore-delete a leading retraction is no record, yet it still seeds the row.
         seeds = np.zeros(n, dtype=bool)
@@ -160,10 +160,10 @@ class PartialUpdate(MergeEngine):
         fallback = np.where(winner >= 0, winner, base)
         out = {}
         for name in group.ordering:
-            out[name] = _take_or_null(table.column(name), fallback)
+            out[name] = take_or_null(table.column(name), fallback)
         protected_index = np.where(winner >= 0, np.where(keep_protected, winner, -1), base)
         for name in group.protected:
-            out[name] = _take_or_null(table.column(name), protected_index)
+            out[name] = take_or_null(table.column(name), protected_index)
         return out
 
 
@@ -185,18 +185,3 @@ def _last_of_max(table: pa.Table, ordering: Sequence[str], candidates: np.ndarra
     last = np.flatnonzero(np.append(sorted_groups[1:] != sorted_groups[:-1], True))
     winner[sorted_groups[last]] = sorted_rows[last]
     return winner
-
-
-def _valid(column: pa.ChunkedArray) -> np.ndarray:
-    if column.null_count == 0:
-        return np.ones(len(column), dtype=bool)
-    return np.asarray(column.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-
-
-def _take_or_null(column: pa.ChunkedArray, index: np.ndarray) -> pa.Array:
-    """``column[index]`` with -1 meaning null."""
-    missing = index < 0
-    indices = pa.array(np.where(missing, 0, index), pa.int64(), mask=missing) if missing.any() \
-        else int64_array(index)
-    return pc.take(column, indices)
-

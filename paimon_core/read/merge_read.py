@@ -18,7 +18,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_core.binary_row import deserialize_with_arity
-from paimon_core.errors import CorruptMetadataError
 from paimon_core.keyvalue import DELETE, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND
 from paimon_core.manifest import DataFileMeta
 from paimon_core.merge.aggregation import Aggregation
@@ -28,7 +27,7 @@ from paimon_core.merge.sort import merge_permutation
 from paimon_core.options import TableOptions
 from paimon_core.read.predicate import Junction, Predicate
 from paimon_core.read.scan import DataSplit
-from paimon_core.read.split_read import SplitReader, read_all
+from paimon_core.read.split_read import SplitReader
 from paimon_core.schema import TableSchema
 
 Section = list[DataFileMeta]
@@ -105,15 +104,7 @@ class MergeSplitReader(SplitReader):
         # Conditions on key columns may be applied while reading: they keep or drop all
         # versions of a key alike, so the merge of the keys that remain is unchanged.
         pushed = self.key_filter if deletion is None and path.endswith(".parquet") else None
-        try:
-            if pushed is not None:
-                data = self._dataset(path).to_table(columns=physical, filter=pushed, use_threads=True)
-                rows = data.num_rows
-            else:
-                with self.file_io.open_input(path) as source:
-                    data, rows = read_all(source, path, physical)
-        except FileNotFoundError:
-            raise CorruptMetadataError(f"data file {path} of table {self.table} is missing") from None
+        data, rows = self._read_physical(path, physical, pushed)
         values = self._to_read_schema(data, file_fields, rows)
         table = values.append_column(pa.field(SEQUENCE_NUMBER, pa.int64(), False),
                                      data.column(SEQUENCE_NUMBER).cast(pa.int64())).append_column(

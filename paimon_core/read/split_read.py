@@ -87,24 +87,27 @@ class SplitReader:
     def read_file(self, split: DataSplit, meta: DataFileMeta) -> pa.Table:
         path = self.file_path(split, meta)
         file_fields = self._file_fields(meta)
-        physical = [f.name for f in file_fields.values()]
         deletion = split.deletion_files.get(meta.file_name)
         pushed = self._pushdown(path, file_fields, deletion)
-        try:
-            if pushed is not None:
-                data = self._dataset(path).to_table(columns=physical, filter=pushed, use_threads=True)
-                rows = data.num_rows
-            else:
-                with self.file_io.open_input(path) as source:
-                    data, rows = read_all(source, path, physical)
-        except FileNotFoundError:
-            raise CorruptMetadataError(f"data file {path} of table {self.table} is missing") from None
+        data, rows = self._read_physical(path, [f.name for f in file_fields.values()], pushed)
         table = self._to_read_schema(data, file_fields, rows)
         if deletion is not None:
             table = table.filter(self._keep_mask(deletion, 0, table.num_rows))
         return self._finish(table, filtered=pushed is not None)
 
     # ---- helpers -----------------------------------------------------------------------------
+
+    def _read_physical(self, path: str, columns: list[str],
+                       pushed: pc.Expression | None) -> tuple[pa.Table, int]:
+        """A file's columns (filtered by ``pushed`` in the scan when given) and row count."""
+        try:
+            if pushed is not None:
+                data = self._dataset(path).to_table(columns=columns, filter=pushed, use_threads=True)
+                return data, data.num_rows
+            with self.file_io.open_input(path) as source:
+                return read_all(source, path, columns)
+        except FileNotFoundError:
+            raise CorruptMetadataError(f"data file {path} of table {self.table} is missing") from None
 
     def file_path(self, split: DataSplit, meta: DataFileMeta) -> str:
         if meta.external_path:
