@@ -1,0 +1,1 @@
+"""LSM compaction: levels and sorted runs, Paimon's universal picker, and the executors."""
