@@ -9,6 +9,7 @@ lost; an attempt whose outcome is unknown leaves everything in place and raises
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import random
@@ -18,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from paimon_core.binary_row import deserialize_with_arity
 from paimon_core.errors import (
     CommitConflictError,
     CommitStateUnknownError,
@@ -42,7 +44,7 @@ from paimon_core.read.scan import PartitionDecoder, live_entries
 from paimon_core.schema import TableSchema
 from paimon_core.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotStore
 from paimon_core.version import __version__
-from paimon_core.write.message import CommitMessage
+from paimon_core.write.message import CommitMessage, CompactIncrement
 
 log = logging.getLogger(__name__)
 
@@ -136,16 +138,78 @@ class FileStoreCommit:
             return None
         data_paths = [self.paths.bucket_dir(m.partition.path, m.bucket) + "/" + f.file_name
                       for m in messages for f in m.new_files]
-        add_metas = self.write_manifests(adds)
-        attempt = _Attempt(self, adds, add_metas, kind, commit_identifier, overwrite, properties, index)
+        changes = _Changes(adds, [], kind, overwrite, index)
+        return self._commit(changes, data_paths, commit_identifier, properties)
+
+    def commit_compaction(self, increments: Sequence[CompactIncrement], *,
+                          properties: Mapping[str, str] | None = None) -> int | None:
+        """Commit compactions as one COMPACT snapshot; None when they changed nothing.
+
+        Raises:
+            CommitConflictError: a file a compaction replaced is gone from the latest snapshot
+                (another compaction or an overwrite removed it); the files it wrote are removed
+                and the table is unchanged.
+        """
+        adds = [ManifestEntry(ADD, i.partition.row, i.bucket, i.total_buckets, f) for i in increments for f in i.after]
+        deletes = [ManifestEntry(DELETE, i.partition.row, i.bucket, i.total_buckets, f)
+                   for i in increments for f in i.before]
+        if not adds and not deletes:
+            return None
+        data_paths = [self.paths.bucket_dir(i.partition.path, i.bucket) + "/" + f.file_name
+                      for i in increments for f in i.new_files]
+        changes = _Changes(adds, deletes, "COMPACT", None, None)
+        return self._commit(changes, data_paths, BATCH_COMMIT_IDENTIFIER, properties)
+
+    def _commit(self, changes: _Changes, data_paths: list[str], commit_identifier: int,
+                properties: Mapping[str, str] | None) -> int | None:
+        add_metas = self.write_manifests(changes.adds)
+        attempt = _Attempt(self, changes, add_metas, commit_identifier, properties)
         try:
             return attempt.run()
         except BaseException:
             if not attempt.uncertain:  # every attempt provably lost or never published
-                index_files = index.files if index is not None else []
+                index_files = changes.index.files if changes.index is not None else []
                 for path in data_paths + index_files + [self.paths.manifest_file(m.file_name) for m in add_metas]:
                     self.file_io.delete_quietly(path)
             raise
+
+    def check_replaced_files(self, latest: Snapshot | None, deletes: Sequence[ManifestEntry],
+                             adds: Sequence[ManifestEntry]) -> None:
+        """Every file a compaction replaces must still be live, and levels >= 1 must stay disjoint."""
+        if not deletes:
+            return
+        touched = {(e.partition, e.bucket) for e in deletes}
+        live = [] if latest is None else live_entries(
+            self.file_io, self.paths, latest, entry_filter=lambda e: (e.partition, e.bucket) in touched)
+        present = {e.identifier for e in live}
+        missing = [e.file.file_name for e in deletes if e.identifier not in present]
+        if missing:
+            raise CommitConflictError(
+                f"compaction of table {self.table} conflicts with a concurrent commit: {len(missing)} of the "
+                f"files it replaces are gone (e.g. {missing[0]}); its output was discarded, nothing is lost",
+                snapshot_id=None)
+        removed = {e.identifier for e in deletes}
+        self.check_level_overlaps([e for e in live if e.identifier not in removed] + list(adds))
+
+    def check_level_overlaps(self, entries: Sequence[ManifestEntry]) -> None:
+        """Files of one level >= 1 of a bucket must not overlap in keys (else reads go wrong)."""
+        if not self.schema.primary_keys:
+            return
+        key_types = [self.schema.field(k).type for k in self.schema.trimmed_primary_keys]
+        by_level: dict[tuple[bytes, int, int], list[tuple[Any, Any, str]]] = {}
+        for e in entries:
+            if e.file.level > 0:
+                by_level.setdefault((e.partition, e.bucket, e.file.level), []).append(
+                    (deserialize_with_arity(e.file.min_key, key_types),
+                     deserialize_with_arity(e.file.max_key, key_types), e.file.file_name))
+        for (_, bucket, level), files in by_level.items():
+            files.sort()
+            for (_, high, name), (low, _, other) in itertools.pairwise(files):
+                if low <= high:
+                    raise CommitConflictError(
+                        f"compaction of table {self.table} would leave level {level} of bucket {bucket} with "
+                        f"overlapping files {name} and {other}; a concurrent compaction interfered",
+                        snapshot_id=None)
 
     def write_manifests(self, entries: Sequence[ManifestEntry]) -> list[ManifestFileMeta]:
         """Write entries into manifests of about ``manifest.target-file-size`` each."""
@@ -187,21 +251,31 @@ class FileStoreCommit:
         return [replace(e, kind=DELETE) for e in live]
 
 
+@dataclass(frozen=True, slots=True)
+class _Changes:
+    """What one commit changes: fixed adds and deletes, or the deletes an overwrite derives."""
+
+    adds: list[ManifestEntry]
+    deletes: list[ManifestEntry]
+    kind: str
+    overwrite: Overwrite | None
+    index: IndexUpdate | None
+
+
 class _Attempt:
     """The retry loop of one commit."""
 
-    def __init__(self, commit: FileStoreCommit, adds: list[ManifestEntry],
-                 add_metas: list[ManifestFileMeta], kind: str, identifier: int,
-                 overwrite: Overwrite | None, properties: Mapping[str, str] | None,
-                 index: IndexUpdate | None) -> None:
+    def __init__(self, commit: FileStoreCommit, changes: _Changes, add_metas: list[ManifestFileMeta],
+                 identifier: int, properties: Mapping[str, str] | None) -> None:
         self.c = commit
-        self.adds = adds
+        self.changes = changes
+        self.adds = changes.adds
         self.add_metas = add_metas
-        self.kind = kind
+        self.kind = changes.kind
         self.identifier = identifier
-        self.overwrite = overwrite
+        self.overwrite = changes.overwrite
         self.properties = dict(properties) if properties else None
-        self.index = index
+        self.index = changes.index
         self.uncertain = False
         self.started = time.monotonic()
         first = commit.snapshots.latest_id()
@@ -238,7 +312,11 @@ class _Attempt:
 
     def _try_once(self, latest: Snapshot | None) -> int | str:
         c = self.c
-        deletes = c.overwrite_deletes(latest, self.overwrite, self.adds) if self.overwrite else []
+        if self.overwrite is not None:
+            deletes = c.overwrite_deletes(latest, self.overwrite, self.adds)
+        else:
+            deletes = self.changes.deletes
+            c.check_replaced_files(latest, deletes, self.adds)
         if not self.adds and not deletes and c.options.ignore_empty_commit:
             return "empty"
         created: list[str] = []

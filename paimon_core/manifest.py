@@ -21,7 +21,7 @@ from paimon_core.fileio import FileIO
 from paimon_core.types import DataType
 
 ADD, DELETE = 0, 1
-FILE_SOURCE_APPEND = 0
+FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT = 0, 1
 _CODECS = {"zstd": "zstandard", "null": "null", "deflate": "deflate", "snappy": "snappy",
            "bzip2": "bzip2", "xz": "xz"}
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)

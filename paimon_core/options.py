@@ -67,6 +67,13 @@ def _parse_int(text: str) -> int:
     return int(text.strip())
 
 
+def _parse_ratio(text: str) -> float:
+    value = float(text.strip())
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{text!r} is not a ratio between 0 and 1")
+    return value
+
+
 def _parse_str(text: str) -> str:
     return text
 
@@ -244,6 +251,15 @@ class TableOptions:
     compaction_min_file_num: int = opt("compaction.min.file-num", 5,
                                        "Minimum small files before an append compaction.",
                                        _at_least(1))
+    split_open_file_cost: int = opt("source.split.open-file-cost", 4 * MiB,
+                                    "Cost of opening a file, in bytes, when packing files into work.",
+                                    parse_memory_size, shown="4 mb")
+    compaction_small_file_ratio: float = opt("compaction.small-file-ratio", 0.7,
+                                             "Files below target-file-size times this are rewritten; "
+                                             "bigger ones only change level.", _parse_ratio)
+    compaction_force_rewrite_all_files: bool = opt("compaction.force-rewrite-all-files", False,
+                                                   "Rewrite every picked file instead of moving big "
+                                                   "ones up a level.", _parse_bool)
     compaction_optimization_interval_ms: int | None = opt(
         "compaction.optimization-interval", None,
         "Run a full compaction at least this often (read-optimized freshness).", parse_duration_ms)
@@ -377,6 +393,10 @@ class TableOptions:
         if self.target_file_size is not None:
             return self.target_file_size
         return 128 * MiB if primary_key else 256 * MiB
+
+    def compaction_file_size(self, *, primary_key: bool) -> int:
+        """Files smaller than this are small: compaction rewrites them instead of moving them."""
+        return int(self.target_file_size_for(primary_key=primary_key) * self.compaction_small_file_ratio)
 
     @property
     def sequence_descending(self) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimon_core.binary_row import arrow_scalar_to_internal
 from paimon_core.commit import FileStoreCommit, Overwrite
+from paimon_core.compaction.compactor import CompactionResult, PartitionSpec, TableCompactor
+from paimon_core.compaction.state import LsmState
 from paimon_core.errors import SchemaError, SnapshotNotFoundError, UnsupportedFeatureError
 from paimon_core.fileio import FileIO
 from paimon_core.layout import TablePaths
@@ -29,7 +30,7 @@ from paimon_core.schema import SchemaChange, TableSchema, apply_changes
 from paimon_core.schema_store import SchemaStore
 from paimon_core.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotStore
 from paimon_core.write.append_writer import AppendWriter
-from paimon_core.write.conform import check_partition_values, conform, iter_input
+from paimon_core.write.conform import check_partition_values, conform, internal_partition_spec, iter_input
 from paimon_core.write.primary_key_sink import IndexState, PrimaryKeySink
 
 if TYPE_CHECKING:
@@ -127,6 +128,29 @@ class Table:
             out.append(FileInfo(partition, entry.bucket, f.level, f.file_name, f.row_count,
                                 f.file_size, f.schema_id))
         return out
+
+    # ---- compaction ---------------------------------------------------------------------
+
+    def compact(self, partitions: PartitionSpec | Sequence[PartitionSpec] | None = None,
+                buckets: Iterable[int] | None = None, *, full: bool = False,
+                commit_user: str | None = None) -> CompactionResult:
+        """Compact the selected partitions/buckets (default all) as one COMPACT snapshot.
+
+        Args:
+            partitions: a ``{column: value}`` spec, or several; default every partition.
+            buckets: bucket numbers to compact; default every bucket.
+            full: rewrite each bucket into one sorted run at the max level (append tables:
+                every small file) instead of doing only what the picker asks for now.
+        """
+        return TableCompactor(self, commit_user=commit_user).compact(partitions, buckets, full=full)
+
+    def lsm_state(self, partitions: PartitionSpec | Sequence[PartitionSpec] | None = None,
+                  buckets: Iterable[int] | None = None) -> LsmState:
+        """Per bucket: level-0 files, sorted runs, files and bytes per level, compaction debt.
+
+        Reads manifests only, never data files.
+        """
+        return TableCompactor(self).state(partitions, buckets)
 
     # ---- writing ------------------------------------------------------------------------
 
@@ -316,23 +340,9 @@ class TableWrite:
             dynamic = self.options.dynamic_partition_overwrite and self.schema.partition_keys
             return Overwrite("dynamic" if dynamic else "table")
         spec = dict(overwrite)
-        keys = list(self.schema.partition_keys)
-        unknown = [k for k in spec if k not in keys]
-        if unknown:
-            raise SchemaError(f"overwrite spec {spec} of table {self.table.name} names "
-                              f"{unknown}, which are not partition keys {keys}")
         if not spec:
             return Overwrite("table")
-        internal = {}
-        for key, value in spec.items():
-            data_type = self.schema.field(key).type
-            try:
-                scalar = pa.scalar(value).cast(self.table.arrow_schema.field(key).type)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-                raise SchemaError(f"overwrite value {value!r} does not fit partition column "
-                                  f"{key!r} of table {self.table.name}: {exc}") from None
-            internal[key] = arrow_scalar_to_internal(scalar, data_type)
-        return Overwrite("static", internal)
+        return Overwrite("static", internal_partition_spec(spec, self.schema, table=self.table.name))
 
     def _static_filter(self) -> pc.Expression | None:
         if self.overwrite is None or self.overwrite.mode != "static" or not self.overwrite.partition:

@@ -116,7 +116,7 @@ def pick(runs: Sequence[SortedRun], num_levels: int, options: TableOptions, *, n
         plan = pick_for_size_ratio(runs, max_level, options, candidates=len(runs) - trigger + 1,
                                    reason=Reason.RUN_COUNT)
     if plan is not None:
-        log.info("compaction picked %d of %d runs into level %d: %s (%s)", len(plan.runs), len(runs),
+        log.debug("compaction picked %d of %d runs into level %d: %s (%s)", len(plan.runs), len(runs),
                  plan.output_level, plan.reason.value, plan.detail)
     return plan
 
@@ -134,11 +134,16 @@ def force_pick_level0(runs: Sequence[SortedRun], num_levels: int, options: Table
                                reason=Reason.FORCE_LEVEL0)
 
 
-def pick_full(runs: Sequence[SortedRun], num_levels: int) -> CompactionPlan | None:
-    """Everything into the max level (``compact(full=True)``, ``full-compaction.delta-commits``)."""
-    if not runs:
+def pick_full(runs: Sequence[SortedRun], num_levels: int, *, force_rewrite: bool = False) -> CompactionPlan | None:
+    """Everything into the max level (``compact(full=True)``, ``full-compaction.delta-commits``).
+
+    A bucket already holding one run at the max level is left alone, unless every file must be
+    rewritten.
+    """
+    max_level = num_levels - 1
+    if not runs or (len(runs) == 1 and runs[0].level == max_level and not force_rewrite):
         return None
-    return CompactionPlan(tuple(runs), num_levels - 1, Reason.FULL, f"{len(runs)} runs, full compaction")
+    return CompactionPlan(tuple(runs), max_level, Reason.FULL, f"{len(runs)} runs, full compaction")
 
 
 def needs_lookup(options: TableOptions) -> bool:

@@ -79,11 +79,12 @@ def _count_below(table: pa.Table, keys: Sequence[str], cut: tuple[Any, ...]) -> 
 
 
 def merge_sorted_runs(runs: Sequence[Iterator[pa.Table]], *, keys: Sequence[str], engine: MergeEngine,
-                      sequence_fields: Sequence[str] = (),
-                      descending_sequence: bool = False) -> Iterator[pa.Table]:
+                      sequence_fields: Sequence[str] = (), descending_sequence: bool = False,
+                      in_sequence: bool = True) -> Iterator[pa.Table]:
     """Merge key-sorted runs (each key's versions in sequence order) and fold every key.
 
-    Requires: runs given oldest first, so a key's versions from earlier runs precede later ones.
+    Requires (unless ``in_sequence`` is False, which sorts by sequence number too): runs given
+    oldest first, so a key's versions from earlier runs precede later ones.
     Yields key-sorted chunks; a key never spans two chunks.
     """
     states = [_Run(chunks, keys) for chunks in runs]
@@ -102,5 +103,5 @@ def merge_sorted_runs(runs: Sequence[Iterator[pa.Table]], *, keys: Sequence[str]
             continue
         combined = pa.concat_tables([p.cast(parts[0].schema) for p in parts]) if len(parts) > 1 else parts[0]
         order = merge_permutation(combined, keys, sequence_fields, descending_sequence=descending_sequence,
-                                  in_sequence=True)
+                                  in_sequence=in_sequence)
         yield engine.merge_unsorted(combined, order, list(keys))

@@ -11,13 +11,14 @@ before (that would resurrect older versions of a key).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_core.binary_row import deserialize_with_arity
+from paimon_core.compaction.intervals import sections
 from paimon_core.keyvalue import DELETE, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND
 from paimon_core.manifest import DataFileMeta
 from paimon_core.merge.aggregation import Aggregation
@@ -30,25 +31,13 @@ from paimon_core.read.scan import DataSplit
 from paimon_core.read.split_read import SplitReader
 from paimon_core.schema import TableSchema
 
-Section = list[DataFileMeta]
 
-
-def sections(files: Sequence[DataFileMeta], key_types: Sequence[Any]) -> list[Section]:
-    """Groups of files whose key ranges overlap (transitively), in key order."""
+def key_bounds(key_types: Sequence[Any]) -> Callable[[DataFileMeta], tuple[tuple[Any, ...], tuple[Any, ...]]]:
+    """Decoded (min key, max key) of a file, from its metadata."""
     def bounds(meta: DataFileMeta) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         return (deserialize_with_arity(meta.min_key, key_types), deserialize_with_arity(meta.max_key, key_types))
 
-    ordered = sorted(((bounds(f), f) for f in files), key=lambda item: item[0][0])
-    out: list[Section] = []
-    section_max: tuple[Any, ...] | None = None
-    for (low, high), meta in ordered:
-        if out and section_max is not None and low <= section_max:
-            out[-1].append(meta)
-            section_max = max(section_max, high)
-        else:
-            out.append([meta])
-            section_max = high
-    return out
+    return bounds
 
 
 class MergeSplitReader(SplitReader):
@@ -61,6 +50,7 @@ class MergeSplitReader(SplitReader):
         options = TableOptions.from_map(schema.effective_options(), table=self.table)
         self.keys = schema.trimmed_primary_keys
         self.key_types = [schema.field(k).type for k in self.keys]
+        self.bounds = key_bounds(self.key_types)
         self.sequence_fields = list(options.sequence_field)
         self.descending = options.sequence_descending
         whole_row = isinstance(engine, PartialUpdate | Aggregation)
@@ -70,14 +60,14 @@ class MergeSplitReader(SplitReader):
 
     def read_splits(self, splits: Sequence[DataSplit]) -> Iterator[pa.Table]:
         for split in splits:
-            for section in sections(split.files, self.key_types):
+            for section in sections(split.files, self.bounds):
                 yield self._finish(self.read_section(split, section))
 
     def iter_batches(self, splits: Sequence[DataSplit], batch_size: int = 65536) -> Iterator[pa.RecordBatch]:
         for table in self.read_splits(splits):
             yield from table.to_batches(max_chunksize=batch_size)
 
-    def read_section(self, split: DataSplit, section: Section) -> pa.Table:
+    def read_section(self, split: DataSplit, section: Sequence[DataFileMeta]) -> pa.Table:
         """Merged rows of one section (memory layout without system columns), retractions dropped."""
         ordered = sorted(section, key=lambda m: (m.min_sequence_number, m.max_sequence_number))
         # Files whose sequence ranges do not overlap, concatenated oldest first, hold every key's
@@ -99,19 +89,45 @@ class MergeSplitReader(SplitReader):
         """One file's rows in the read schema plus its system columns, deletion vector applied."""
         path = self.file_path(split, meta)
         file_fields = self._file_fields(meta)
-        physical = [f.name for f in file_fields.values()] + [SEQUENCE_NUMBER, VALUE_KIND]
         deletion = split.deletion_files.get(meta.file_name)
         # Conditions on key columns may be applied while reading: they keep or drop all
         # versions of a key alike, so the merge of the keys that remain is unchanged.
         pushed = self.key_filter if deletion is None and path.endswith(".parquet") else None
-        data, rows = self._read_physical(path, physical, pushed)
-        values = self._to_read_schema(data, file_fields, rows)
-        table = values.append_column(pa.field(SEQUENCE_NUMBER, pa.int64(), False),
-                                     data.column(SEQUENCE_NUMBER).cast(pa.int64())).append_column(
-            pa.field(VALUE_KIND, pa.int8(), False), data.column(VALUE_KIND).cast(pa.int8()))
+        data, rows = self._read_physical(path, _physical(file_fields), pushed)
+        table = self._with_system_columns(data, file_fields, rows)
         if deletion is not None:
             table = table.filter(self._keep_mask(deletion, 0, table.num_rows))
         return table
+
+    def iter_key_values(self, split: DataSplit, meta: DataFileMeta,
+                        batch_size: int = 262144) -> Iterator[pa.Table]:
+        """:meth:`read_key_values` in chunks of at most ``batch_size`` rows (for compaction)."""
+        path = self.file_path(split, meta)
+        file_fields = self._file_fields(meta)
+        deletion = split.deletion_files.get(meta.file_name)
+        offset = 0
+        for batch in self._stream_physical(path, _physical(file_fields), batch_size):
+            table = self._with_system_columns(pa.Table.from_batches([batch]), file_fields, batch.num_rows)
+            if deletion is not None:
+                table = table.filter(self._keep_mask(deletion, offset, batch.num_rows))
+            offset += batch.num_rows
+            yield table
+
+    def holds_retractions(self, split: DataSplit, meta: DataFileMeta) -> bool:
+        """Whether a file stores -U/-D rows (read from its kind column: writers may not count them)."""
+        data, _ = self._read_physical(self.file_path(split, meta), [VALUE_KIND], None)
+        kinds = data.column(VALUE_KIND)
+        return bool(pc.any(pc.or_(pc.equal(kinds, UPDATE_BEFORE), pc.equal(kinds, DELETE))).as_py())
+
+    def _with_system_columns(self, data: pa.Table, file_fields: dict[int, Any], rows: int) -> pa.Table:
+        values = self._to_read_schema(data, file_fields, rows)
+        return values.append_column(pa.field(SEQUENCE_NUMBER, pa.int64(), False),
+                                    data.column(SEQUENCE_NUMBER).cast(pa.int64())).append_column(
+            pa.field(VALUE_KIND, pa.int8(), False), data.column(VALUE_KIND).cast(pa.int8()))
+
+
+def _physical(file_fields: dict[int, Any]) -> list[str]:
+    return [f.name for f in file_fields.values()] + [SEQUENCE_NUMBER, VALUE_KIND]
 
 
 def key_conjuncts(predicate: Predicate | None, key_columns: set[str]) -> pc.Expression | None:

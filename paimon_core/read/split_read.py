@@ -109,6 +109,14 @@ class SplitReader:
         except FileNotFoundError:
             raise CorruptMetadataError(f"data file {path} of table {self.table} is missing") from None
 
+    def _stream_physical(self, path: str, columns: list[str], batch_size: int) -> Iterator[pa.RecordBatch]:
+        """A file's columns in record batches of at most ``batch_size`` rows."""
+        try:
+            with self.file_io.open_input(path) as source:
+                yield from _iter_batches(source, path, columns, batch_size)
+        except FileNotFoundError:
+            raise CorruptMetadataError(f"data file {path} of table {self.table} is missing") from None
+
     def file_path(self, split: DataSplit, meta: DataFileMeta) -> str:
         if meta.external_path:
             return self.file_io.to_path(meta.external_path)
@@ -192,14 +200,12 @@ class SplitReader:
                     yield from self._finish(table, filtered=True).to_batches()
             return
         offset = 0
-        with self.file_io.open_input(path) as source:
-            for batch in _iter_batches(source, path, physical, batch_size):
-                table = self._to_read_schema(pa.Table.from_batches([batch]), file_fields,
-                                             batch.num_rows)
-                if deletion is not None:
-                    table = table.filter(self._keep_mask(deletion, offset, table.num_rows))
-                offset += batch.num_rows
-                yield from self._finish(table).to_batches()
+        for batch in self._stream_physical(path, physical, batch_size):
+            table = self._to_read_schema(pa.Table.from_batches([batch]), file_fields, batch.num_rows)
+            if deletion is not None:
+                table = table.filter(self._keep_mask(deletion, offset, table.num_rows))
+            offset += batch.num_rows
+            yield from self._finish(table).to_batches()
 
 
 def _combine(first: pc.Expression | None, second: pc.Expression | None) -> pc.Expression | None:

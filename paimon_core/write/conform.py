@@ -5,12 +5,13 @@ Every problem raises :class:`SchemaError` naming the table, the column and an of
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, TypeAlias
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from paimon_core.binary_row import arrow_scalar_to_internal
 from paimon_core.errors import SchemaError
 from paimon_core.schema import TableSchema
 from paimon_core.types import MAX_LENGTH, STRING_ROOTS, AtomicType, DataField, to_arrow_type
@@ -162,3 +163,22 @@ def check_partition_values(data: pa.Table, schema: TableSchema, table: str) -> N
             value = distinct.filter(bad)[0].as_py()
             raise SchemaError(f"partition value {value!r} of column {name!r} in table {table} "
                               "contains a path separator")
+
+
+def internal_partition_spec(spec: Mapping[str, Any], schema: TableSchema, *, table: str) -> dict[str, Any]:
+    """``{partition column: value}`` given by a user, as internal values (DATE days, ...)."""
+    keys = list(schema.partition_keys)
+    unknown = [k for k in spec if k not in keys]
+    if unknown:
+        raise SchemaError(f"partition spec {dict(spec)} of table {table} names {unknown}, "
+                          f"which are not partition keys {keys}")
+    arrow = schema.arrow_schema()
+    internal = {}
+    for key, value in spec.items():
+        try:
+            scalar = pa.scalar(value).cast(arrow.field(key).type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+            raise SchemaError(f"value {value!r} does not fit partition column {key!r} of table {table}: "
+                              f"{exc}") from None
+        internal[key] = arrow_scalar_to_internal(scalar, schema.field(key).type)
+    return internal

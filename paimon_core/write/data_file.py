@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -19,7 +19,7 @@ from paimon_core.binary_row import arrow_scalar_to_internal, serialize_with_arit
 from paimon_core.columnar import int64_array
 from paimon_core.fileio import FileIO
 from paimon_core.keyvalue import DELETE, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND
-from paimon_core.manifest import DataFileMeta
+from paimon_core.manifest import FILE_SOURCE_APPEND, DataFileMeta
 from paimon_core.options import TableOptions
 from paimon_core.stats import StatsCollector
 from paimon_core.types import DataField
@@ -129,7 +129,8 @@ class RollingFileWriter:
 
     def __init__(self, file_io: FileIO, directory: str, *, file_schema: pa.Schema,
                  stats_fields: Sequence[DataField], content: Callable[[], FileContent],
-                 schema_id: int, options: TableOptions, target_size: int, prefix: str) -> None:
+                 schema_id: int, options: TableOptions, target_size: int, prefix: str,
+                 level: int = 0, file_source: int = FILE_SOURCE_APPEND) -> None:
         self.file_io = file_io
         self.directory = directory
         self.fields = list(stats_fields)
@@ -139,6 +140,8 @@ class RollingFileWriter:
         self.options = options
         self.target_size = target_size
         self.prefix = f"{prefix}{uuid.uuid4()}-"
+        self.level = level
+        self.file_source = file_source
         self._counter = 0
         self._current: _OpenFile | None = None
         self._memory_bytes = 0  # in-memory bytes written so far (to learn the encoded ratio)
@@ -199,7 +202,7 @@ class RollingFileWriter:
         size = self.file_io.file_size(current.path)
         self.files.append(DataFileMeta(
             file_name=current.name, file_size=size, row_count=current.rows,
-            value_stats=value_stats, schema_id=self.schema_id, level=0,
+            value_stats=value_stats, schema_id=self.schema_id, level=self.level, file_source=self.file_source,
             creation_time_ms=local_now_millis(), value_stats_cols=stats_cols,
             **current.content.meta()))
         log.debug("wrote %s: %d rows, %d bytes", current.path, current.rows, size)
@@ -223,6 +226,32 @@ class RollingFileWriter:
         for path in self._paths:
             self.file_io.delete_quietly(path)
         self.files.clear()
+
+
+# Chunks are gathered into row groups of about this many (in-memory) bytes.
+ROW_GROUP_BYTES = 64 * 1024 * 1024
+
+
+def write_coalesced(writer: RollingFileWriter, chunks: Iterable[pa.Table],
+                    to_file: Callable[[pa.Table], pa.Table] = lambda t: t) -> int:
+    """Write chunks gathered into larger row groups (small merged chunks make slow files).
+
+    Returns the number of rows written.
+    """
+    pending: list[pa.Table] = []
+    size = rows = 0
+    for chunk in chunks:
+        if not chunk.num_rows:
+            continue
+        pending.append(chunk)
+        size += chunk.nbytes
+        rows += chunk.num_rows
+        if size >= ROW_GROUP_BYTES:
+            writer.write(to_file(pa.concat_tables(pending)))
+            pending, size = [], 0
+    if pending:
+        writer.write(to_file(pa.concat_tables(pending)))
+    return rows
 
 
 class KeyValueContent:

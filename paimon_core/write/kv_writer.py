@@ -26,7 +26,7 @@ from paimon_core.merge.sort import key_groups, merge_permutation
 from paimon_core.merge.sorted_runs import merge_sorted_runs
 from paimon_core.options import TableOptions
 from paimon_core.schema import TableSchema
-from paimon_core.write.data_file import KeyValueContent, RollingFileWriter
+from paimon_core.write.data_file import KeyValueContent, RollingFileWriter, write_coalesced
 from paimon_core.write.message import CommitMessage
 from paimon_core.write.routing import Partition
 from paimon_core.write.spill import SpillFile
@@ -35,8 +35,6 @@ log = logging.getLogger(__name__)
 
 # Buckets are merged and encoded concurrently at commit (pyarrow releases the GIL).
 _ENCODE_THREADS = max(1, min(4, os.cpu_count() or 1))
-# Merged chunks are gathered into row groups of about this many (in-memory) bytes.
-_ROW_GROUP_BYTES = 64 * 1024 * 1024
 
 
 class _InMemoryRun:
@@ -149,18 +147,8 @@ class KeyValueWriter:
         """Write one sorted run, coalescing small merged chunks into larger row groups."""
         if state.writer is None:
             state.writer = self._file_writer(state)
-        writer = state.writer
-        pending: list[pa.Table] = []
-        size = 0
-        for chunk in merged:
-            pending.append(chunk)
-            size += chunk.nbytes
-            if size >= _ROW_GROUP_BYTES:
-                writer.write(self.layout.to_file(pa.concat_tables(pending)))
-                pending, size = [], 0
-        if pending:
-            writer.write(self.layout.to_file(pa.concat_tables(pending)))
-        writer.roll()
+        write_coalesced(state.writer, merged, self.layout.to_file)
+        state.writer.roll()
 
     def prepare_commit(self) -> list[CommitMessage]:
         """Merge every bucket's spilled runs and buffer into level-0 files (buckets in parallel)."""

@@ -16,3 +16,23 @@ class CommitMessage:
     bucket: int
     total_buckets: int
     new_files: tuple[DataFileMeta, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CompactIncrement:
+    """A compaction of one (partition, bucket): files it removes and files that replace them.
+
+    A file moved to another level appears in both, under the same name (only its level differs).
+    """
+
+    partition: Partition
+    bucket: int
+    total_buckets: int
+    before: tuple[DataFileMeta, ...]
+    after: tuple[DataFileMeta, ...]
+
+    @property
+    def new_files(self) -> tuple[DataFileMeta, ...]:
+        """Files this compaction wrote (not the ones it only moved)."""
+        moved = {f.file_name for f in self.before}
+        return tuple(f for f in self.after if f.file_name not in moved)

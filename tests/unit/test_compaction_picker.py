@@ -112,3 +112,10 @@ def test_plans_are_prefixes_whose_output_level_is_free(shape: list[tuple[int, in
         unpicked_levels = {r.level for r in runs[count:]}
         assert plan.output_level not in unpicked_levels, "output would overlap an untouched run"
         assert all(r.level <= plan.output_level for r in plan.runs), "data never moves to a lower level"
+
+
+def test_full_compaction_leaves_a_single_max_level_run_alone() -> None:
+    assert pick_full([run(5, 5 * MB)], 6) is None
+    forced = pick_full([run(5, 5 * MB)], 6, force_rewrite=True)
+    assert forced is not None and forced.output_level == 5
+    assert pick_full([], 6) is None

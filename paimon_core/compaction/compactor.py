@@ -1,0 +1,271 @@
+"""Compacting a table: plan the selected buckets of the latest snapshot, rewrite, commit COMPACT.
+
+Buckets are compacted concurrently; all their increments land in one COMPACT snapshot. The
+commit fails with :class:`CommitConflictError` (and removes what it wrote) if a concurrent
+commit removed a file the compaction replaces; appends that only add files never conflict.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from paimon_core.binary_row import deserialize_with_arity
+from paimon_core.commit import FileStoreCommit
+from paimon_core.compaction.levels import level_sizes
+from paimon_core.compaction.planning import BucketFiles, BucketWork, Planner
+from paimon_core.compaction.rewriter import AppendRewriter, MergeTreeRewriter
+from paimon_core.compaction.state import BucketState, LsmState
+from paimon_core.errors import UnsupportedFeatureError
+from paimon_core.manifest import DataFileMeta, ManifestEntry, read_index_manifest
+from paimon_core.read.merge_read import key_bounds
+from paimon_core.read.scan import PartitionDecoder, live_entries
+from paimon_core.snapshot import Snapshot
+from paimon_core.write.conform import internal_partition_spec
+from paimon_core.write.data_file import local_now_millis
+from paimon_core.write.message import CompactIncrement
+from paimon_core.write.routing import make_partition
+
+if TYPE_CHECKING:
+    from paimon_core.table import Table
+
+log = logging.getLogger(__name__)
+
+_THREADS = max(1, min(4, os.cpu_count() or 1))
+COMPACTION_PROPERTY = "paimon-dagster.compaction"  # "full" or "auto", stored in COMPACT snapshots
+
+PartitionSpec = Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class BucketCompaction:
+    """What compacting one bucket did."""
+
+    partition: str
+    bucket: int
+    reason: str
+    output_level: int
+    files_in: int
+    files_out: int
+    files_upgraded: int
+    bytes_in: int
+    bytes_out: int
+    rows_in: int
+    rows_out: int
+    level_files_before: tuple[int, ...]
+    level_files_after: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionResult:
+    """The outcome of :meth:`Table.compact`; ``snapshot_id`` is None when nothing needed compacting."""
+
+    table: str
+    snapshot_id: int | None
+    full: bool
+    buckets: tuple[BucketCompaction, ...]
+    duration_s: float
+
+    @property
+    def files_in(self) -> int:
+        return sum(b.files_in for b in self.buckets)
+
+    @property
+    def files_out(self) -> int:
+        return sum(b.files_out for b in self.buckets)
+
+    @property
+    def bytes_in(self) -> int:
+        return sum(b.bytes_in for b in self.buckets)
+
+    @property
+    def bytes_out(self) -> int:
+        return sum(b.bytes_out for b in self.buckets)
+
+    def summary(self) -> str:
+        if self.snapshot_id is None:
+            return f"{self.table}: nothing to compact ({self.duration_s:.2f}s)"
+        return (f"{self.table}: snapshot {self.snapshot_id}, {len(self.buckets)} buckets, {self.files_in} files "
+                f"({self.bytes_in} bytes) -> {self.files_out} files ({self.bytes_out} bytes) "
+                f"in {self.duration_s:.2f}s")
+
+
+class TableCompactor:
+    """Plans and runs compactions of one table (dedicated jobs and compacting writers use it)."""
+
+    def __init__(self, table: Table, *, commit_user: str | None = None) -> None:
+        self.table = table
+        self.schema = table.schema
+        self.options = table.options
+        self.commit_user = commit_user or f"compact-{uuid.uuid4()}"
+        key_types = [self.schema.field(k).type for k in self.schema.trimmed_primary_keys]
+        self.planner = Planner(self.options, bool(self.schema.primary_keys),
+                               key_of=lambda row: deserialize_with_arity(row, key_types),
+                               bounds=key_bounds(key_types))
+
+    # ---- reading the table's shape ---------------------------------------------------------
+
+    def buckets(self, snapshot: Snapshot, partitions: PartitionSpec | Sequence[PartitionSpec] | None = None,
+                buckets: Iterable[int] | None = None) -> list[BucketFiles]:
+        """Live files of the selected buckets of ``snapshot``, by (partition, bucket)."""
+        schema = self.table.schemas.schema(snapshot.schema_id) if snapshot.schema_id != self.schema.id \
+            else self.schema
+        decode = PartitionDecoder(schema.partition_types)
+        specs = self._partition_specs(partitions)
+        wanted = set(buckets) if buckets is not None else None
+
+        def keep(entry: ManifestEntry) -> bool:
+            if wanted is not None and entry.bucket not in wanted:
+                return False
+            if specs is None:
+                return True
+            values = dict(zip(schema.partition_keys, decode(entry.partition)))
+            return any(all(values[k] == v for k, v in spec.items()) for spec in specs)
+
+        grouped: dict[tuple[bytes, int], list[ManifestEntry]] = {}
+        for entry in live_entries(self.table.file_io, self.table.paths, snapshot, entry_filter=keep):
+            grouped.setdefault((entry.partition, entry.bucket), []).append(entry)
+        out = []
+        for (row, bucket), entries in sorted(grouped.items(), key=lambda item: (decode(item[0][0]), item[0][1])):
+            partition = make_partition(decode(row), schema.partition_keys, schema.partition_types, self.options)
+            out.append(BucketFiles(partition, bucket, entries[0].total_buckets, tuple(e.file for e in entries)))
+        return out
+
+    def _partition_specs(self, partitions: PartitionSpec | Sequence[PartitionSpec] | None
+                         ) -> list[dict[str, Any]] | None:
+        if partitions is None:
+            return None
+        given = [partitions] if isinstance(partitions, Mapping) else list(partitions)
+        return [internal_partition_spec(spec, self.schema, table=self.table.name) for spec in given]
+
+    def state(self, partitions: PartitionSpec | Sequence[PartitionSpec] | None = None,
+              buckets: Iterable[int] | None = None) -> LsmState:
+        """The LSM shape of the latest snapshot, per bucket, from manifests alone."""
+        latest = self.table.latest_snapshot()
+        if latest is None:
+            return LsmState(self.table.name, None, self.options.sorted_run_stop_trigger, ())
+        now = local_now_millis()
+        small = self.options.compaction_file_size(primary_key=self.planner.primary_key)
+        out = []
+        for bucket in self.buckets(latest, partitions, buckets):
+            levels = self.planner.levels(bucket.files)
+            work = self.planner.plan(bucket, full=False, now_ms=now)
+            out.append(BucketState(
+                partition=bucket.partition.path, bucket=bucket.bucket, level0_files=len(levels.level0),
+                sorted_runs=levels.number_of_sorted_runs,
+                level_files=(len(levels.level0),) + tuple(len(level) for level in levels.levels),
+                level_bytes=tuple(level_sizes(levels)), rows=sum(f.row_count for f in bucket.files),
+                small_files=sum(1 for f in bucket.files if f.file_size < small),
+                debt_bytes=work.rewrite_bytes if work is not None else 0,
+                pending=work.reason if work is not None else None))
+        return LsmState(self.table.name, latest.id, self.options.sorted_run_stop_trigger, tuple(out))
+
+    # ---- compacting -----------------------------------------------------------------------------
+
+    def compact(self, partitions: PartitionSpec | Sequence[PartitionSpec] | None = None,
+                buckets: Iterable[int] | None = None, *, full: bool = False) -> CompactionResult:
+        started = time.monotonic()
+        latest = self.table.latest_snapshot()
+        if latest is None:
+            return CompactionResult(self.table.name, None, full, (), time.monotonic() - started)
+        self._refuse_deletion_vectors(latest)
+        full = full or self._full_due(latest)
+        now = local_now_millis()
+        work = [w for b in self.buckets(latest, partitions, buckets)
+                if (w := self.planner.plan(b, full=full, now_ms=now)) is not None]
+        increments = self._run(work)
+        committer = FileStoreCommit(self.table.file_io, self.table.paths, self.schema, self.options,
+                                    table=self.table.name, commit_user=self.commit_user)
+        snapshot_id = committer.commit_compaction(
+            increments, properties={COMPACTION_PROPERTY: "full" if full else "auto"})
+        reports = tuple(self._report(w, i) for w, i in zip(work, increments))
+        result = CompactionResult(self.table.name, snapshot_id, full,
+                                  reports if snapshot_id is not None else (), time.monotonic() - started)
+        log.info("compaction of %s", result.summary())
+        return result
+
+    def _run(self, work: Sequence[BucketWork]) -> list[CompactIncrement]:
+        if not work:
+            return []
+        schemas, schema, options, name = self.table.schemas, self.schema, self.options, self.table.name
+        if self.planner.primary_key:
+            merge = MergeTreeRewriter(self.table.file_io, self.table.paths, schemas, schema, options, table=name)
+
+            def run(w: BucketWork) -> CompactIncrement:
+                assert w.task is not None
+                return merge.run(w.bucket.partition, w.bucket.bucket, w.bucket.total_buckets, w.task)
+        else:
+            append = AppendRewriter(self.table.file_io, self.table.paths, schemas, schema, options, table=name)
+
+            def run(w: BucketWork) -> CompactIncrement:
+                return append.run(w.bucket.partition, w.bucket.bucket, w.bucket.total_buckets, w.groups)
+
+        with ThreadPoolExecutor(min(_THREADS, len(work)), thread_name_prefix="paimon-compact") as pool:
+            futures = [pool.submit(run, w) for w in work]
+            wait(futures)
+        done = [f.result() for f in futures if f.exception() is None]
+        failures = [error for f in futures if (error := f.exception()) is not None]
+        if failures:
+            _discard(self.table, done)  # nothing is committed: remove what the finished tasks wrote
+            raise failures[0]
+        return done
+
+    def _report(self, work: BucketWork, increment: CompactIncrement) -> BucketCompaction:
+        before_files = work.bucket.files
+        gone = {(f.file_name, f.level) for f in increment.before}
+        after_files = [f for f in before_files if (f.file_name, f.level) not in gone] + list(increment.after)
+        written = increment.new_files
+        moved = len(increment.after) - len(written)
+        rewritten_in = [f for f in increment.before if f.file_name not in {a.file_name for a in increment.after}]
+        return BucketCompaction(
+            partition=work.bucket.partition.path, bucket=work.bucket.bucket, reason=work.reason,
+            output_level=work.task.output_level if work.task is not None else 0,
+            files_in=len(rewritten_in), files_out=len(written), files_upgraded=moved,
+            bytes_in=sum(f.file_size for f in rewritten_in), bytes_out=sum(f.file_size for f in written),
+            rows_in=sum(f.row_count for f in rewritten_in), rows_out=sum(f.row_count for f in written),
+            level_files_before=self._level_counts(before_files), level_files_after=self._level_counts(after_files))
+
+    def _level_counts(self, files: Sequence[DataFileMeta]) -> tuple[int, ...]:
+        levels = self.planner.levels(files)
+        return (len(levels.level0),) + tuple(len(level) for level in levels.levels)
+
+
+    def _full_due(self, latest: Snapshot) -> bool:
+        """``full-compaction.delta-commits``: that many data commits since the last full compaction."""
+        every = self.options.full_compaction_delta_commits
+        if every is None:
+            return False
+        commits = 0
+        store = self.table.snapshot_store
+        earliest = store.earliest_id() or 1
+        for snapshot_id in range(latest.id, earliest - 1, -1):
+            snapshot = latest if snapshot_id == latest.id else store.snapshot(snapshot_id)
+            if snapshot.commit_kind == "COMPACT" and (snapshot.properties or {}).get(COMPACTION_PROPERTY) == "full":
+                return False
+            if snapshot.commit_kind != "COMPACT":
+                commits += 1
+                if commits >= every:
+                    return True
+        return False
+
+    def _refuse_deletion_vectors(self, latest: Snapshot) -> None:
+        if not latest.index_manifest:
+            return
+        entries = read_index_manifest(self.table.file_io, self.table.paths.manifest_file(latest.index_manifest))
+        if any(e.index_type == "DELETION_VECTORS" for e in entries):
+            raise UnsupportedFeatureError(f"table {self.table.name} has deletion vectors; compacting it is not "
+                                          "supported yet")
+
+
+def _discard(table: Table, increments: Sequence[CompactIncrement]) -> None:
+    """Delete the files finished tasks wrote (another task failed, nothing is committed)."""
+    for increment in increments:
+        directory = table.paths.bucket_dir(increment.partition.path, increment.bucket)
+        for meta in increment.new_files:
+            table.file_io.delete_quietly(f"{directory}/{meta.file_name}")
