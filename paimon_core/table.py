@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -15,7 +16,13 @@ import pyarrow.compute as pc
 from paimon_core.commit import FileStoreCommit, Overwrite
 from paimon_core.compaction.compactor import CompactionResult, PartitionSpec, TableCompactor
 from paimon_core.compaction.state import LsmState
-from paimon_core.errors import SchemaError, SnapshotNotFoundError, UnsupportedFeatureError
+from paimon_core.errors import (
+    CommitConflictError,
+    PaimonError,
+    SchemaError,
+    SnapshotNotFoundError,
+    UnsupportedFeatureError,
+)
 from paimon_core.fileio import FileIO
 from paimon_core.layout import TablePaths
 from paimon_core.manifest import ManifestEntry, read_index_manifest
@@ -39,6 +46,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 OverwriteArg = bool | Mapping[str, Any]
+_MAX_STALL_ROUNDS = 8  # each round is a compaction; more means the picker makes no progress
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,6 +326,13 @@ class TableWrite:
         self.overwrite = self._overwrite_spec(overwrite)
         self.properties = properties
         self._static = self._static_filter()
+        # Writers of tables without write-only compact what they wrote after each commit, and
+        # stall (compact first) while a bucket has more sorted runs than the stop trigger.
+        self.compacts = not self.options.write_only and not self.options.deletion_vectors_enabled
+        self.compaction: CompactionResult | None = None
+        self.stall_seconds = 0.0
+        if self.compacts and self.schema.primary_keys:
+            self._stall_while_over_stop_trigger()
         latest = table.snapshot_store.latest()
         self._sink: PrimaryKeySink | None = None
         self._appender: AppendWriter | None = None
@@ -332,6 +347,28 @@ class TableWrite:
             self._appender = AppendWriter(table.file_io, table.paths, self.schema, self.options,
                                           next_sequence=restore)
         self._closed = False
+
+    def _stall_while_over_stop_trigger(self) -> None:
+        """Paimon's write stall: no new level-0 run while a bucket is over the stop trigger."""
+        compactor = TableCompactor(self.table)
+        stop = self.options.sorted_run_stop_trigger
+        started = time.monotonic()
+        stalled = False
+        for _ in range(_MAX_STALL_ROUNDS):
+            over = [b for b in compactor.state().buckets if b.sorted_runs > stop]
+            if not over:
+                break
+            stalled = True
+            worst = max(over, key=lambda b: b.sorted_runs)
+            log.warning("write stall on %s: %d buckets over num-sorted-run.stop-trigger %d (worst: partition %r "
+                        "bucket %d with %d sorted runs); compacting before writing", self.table.name, len(over),
+                        stop, worst.partition, worst.bucket, worst.sorted_runs)
+            result = compactor.compact(partitions=None, buckets={b.bucket for b in over})
+            if result.snapshot_id is None:
+                break
+        if stalled:
+            self.stall_seconds = time.monotonic() - started
+            log.warning("write stall on %s ended after %.2fs", self.table.name, self.stall_seconds)
 
     def _overwrite_spec(self, overwrite: OverwriteArg) -> Overwrite | None:
         if overwrite is False or overwrite is None:
@@ -440,8 +477,25 @@ class TableWrite:
             self.abort()
             raise
         self._closed = True
-        return committer.commit(messages, commit_identifier=self.commit_identifier,
-                                overwrite=self.overwrite, properties=self.properties, index=index)
+        snapshot_id = committer.commit(messages, commit_identifier=self.commit_identifier,
+                                       overwrite=self.overwrite, properties=self.properties, index=index)
+        if snapshot_id is not None and self.compacts and messages:
+            self._compact_written({(m.partition.row, m.bucket) for m in messages})
+        return snapshot_id
+
+    def _compact_written(self, written: set[tuple[bytes, int]]) -> None:
+        """Compact the buckets this commit wrote, when the picker asks for it (a COMPACT snapshot).
+
+        The data is already committed: a failed compaction is logged, not raised, and is
+        picked up again by the next compacting write or a dedicated compaction.
+        """
+        try:
+            self.compaction = TableCompactor(self.table, commit_user=self.commit_user).compact(only=written)
+        except CommitConflictError as exc:
+            log.info("compaction after the write to %s skipped: %s", self.table.name, exc)
+        except PaimonError:
+            log.exception("compaction after the write to %s failed; the written data is committed",
+                          self.table.name)
 
     def abort(self) -> None:
         """Discard everything written and not committed."""

@@ -11,7 +11,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -96,6 +96,16 @@ class CompactionResult:
                 f"in {self.duration_s:.2f}s")
 
 
+@dataclass(frozen=True, slots=True)
+class PreparedCompaction:
+    """Compactions whose files are written but not committed."""
+
+    full: bool
+    work: tuple[BucketWork, ...]
+    increments: tuple[CompactIncrement, ...]
+    started: float
+
+
 class TableCompactor:
     """Plans and runs compactions of one table (dedicated jobs and compacting writers use it)."""
 
@@ -132,10 +142,10 @@ class TableCompactor:
         for entry in live_entries(self.table.file_io, self.table.paths, snapshot, entry_filter=keep):
             grouped.setdefault((entry.partition, entry.bucket), []).append(entry)
         out = []
-        for (row, bucket), entries in sorted(grouped.items(), key=lambda item: (decode(item[0][0]), item[0][1])):
+        for (row, bucket), entries in grouped.items():
             partition = make_partition(decode(row), schema.partition_keys, schema.partition_types, self.options)
             out.append(BucketFiles(partition, bucket, entries[0].total_buckets, tuple(e.file for e in entries)))
-        return out
+        return sorted(out, key=lambda b: (b.partition.path, b.bucket))
 
     def _partition_specs(self, partitions: PartitionSpec | Sequence[PartitionSpec] | None
                          ) -> list[dict[str, Any]] | None:
@@ -169,24 +179,43 @@ class TableCompactor:
     # ---- compacting -----------------------------------------------------------------------------
 
     def compact(self, partitions: PartitionSpec | Sequence[PartitionSpec] | None = None,
-                buckets: Iterable[int] | None = None, *, full: bool = False) -> CompactionResult:
+                buckets: Iterable[int] | None = None, *, full: bool = False,
+                only: Collection[tuple[bytes, int]] | None = None) -> CompactionResult:
+        """Plan, rewrite and commit; ``only`` limits it to these (partition row, bucket) pairs."""
+        return self.commit(self.prepare(partitions, buckets, full=full, only=only))
+
+    def prepare(self, partitions: PartitionSpec | Sequence[PartitionSpec] | None = None,
+                buckets: Iterable[int] | None = None, *, full: bool = False,
+                only: Collection[tuple[bytes, int]] | None = None) -> PreparedCompaction:
+        """Plan the selected buckets of the latest snapshot and write their new files (uncommitted)."""
         started = time.monotonic()
         latest = self.table.latest_snapshot()
         if latest is None:
-            return CompactionResult(self.table.name, None, full, (), time.monotonic() - started)
+            return PreparedCompaction(full, (), (), started)
         self._refuse_deletion_vectors(latest)
         full = full or self._full_due(latest)
         now = local_now_millis()
-        work = [w for b in self.buckets(latest, partitions, buckets)
-                if (w := self.planner.plan(b, full=full, now_ms=now)) is not None]
-        increments = self._run(work)
+        selected = self.buckets(latest, partitions, buckets)
+        if only is not None:
+            selected = [b for b in selected if (b.partition.row, b.bucket) in only]
+        work = tuple(w for b in selected if (w := self.planner.plan(b, full=full, now_ms=now)) is not None)
+        return PreparedCompaction(full, work, tuple(self._run(work)), started)
+
+    def commit(self, prepared: PreparedCompaction) -> CompactionResult:
+        """Commit prepared compactions as one COMPACT snapshot (removing their files on conflict)."""
         committer = FileStoreCommit(self.table.file_io, self.table.paths, self.schema, self.options,
                                     table=self.table.name, commit_user=self.commit_user)
         snapshot_id = committer.commit_compaction(
-            increments, properties={COMPACTION_PROPERTY: "full" if full else "auto"})
-        reports = tuple(self._report(w, i) for w, i in zip(work, increments))
-        result = CompactionResult(self.table.name, snapshot_id, full,
-                                  reports if snapshot_id is not None else (), time.monotonic() - started)
+            prepared.increments, properties={COMPACTION_PROPERTY: "full" if prepared.full else "auto"})
+        reports = tuple(self._report(w, i) for w, i in zip(prepared.work, prepared.increments))
+        result = CompactionResult(self.table.name, snapshot_id, prepared.full,
+                                  reports if snapshot_id is not None else (), time.monotonic() - prepared.started)
+        for report in result.buckets:
+            log.info("compacted %s partition %r bucket %d (%s): %d files, %d bytes -> %d files, %d bytes; "
+                     "%d moved to level %d; files per level %s -> %s", self.table.name, report.partition,
+                     report.bucket, report.reason, report.files_in, report.bytes_in, report.files_out,
+                     report.bytes_out, report.files_upgraded, report.output_level,
+                     report.level_files_before, report.level_files_after)
         log.info("compaction of %s", result.summary())
         return result
 
@@ -255,6 +284,9 @@ class TableCompactor:
         return False
 
     def _refuse_deletion_vectors(self, latest: Snapshot) -> None:
+        if self.options.deletion_vectors_enabled:
+            raise UnsupportedFeatureError(f"table {self.table.name} has deletion-vectors.enabled; compacting it "
+                                          "(which must write deletion vectors) is not supported yet")
         if not latest.index_manifest:
             return
         entries = read_index_manifest(self.table.file_io, self.table.paths.manifest_file(latest.index_manifest))

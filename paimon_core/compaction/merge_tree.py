@@ -47,6 +47,9 @@ class TaskPlan:
     output_level: int
     drop_delete: bool
     actions: tuple[Action, ...]
+    # first-row tables: files below the output whose keys the output must not repeat (readers
+    # of levels >= 1 rely on every key being in one level only)
+    lookup_files: tuple[DataFileMeta, ...] = ()
 
     @property
     def rewrite_bytes(self) -> int:
@@ -66,16 +69,23 @@ def drop_delete(levels: Levels, output_level: int, *, deletion_vectors: bool) ->
 
 
 def plan_task(plan: CompactionPlan, levels: Levels, bounds: Bounds, *, min_file_size: int,
-              force_rewrite: bool = False, deletion_vectors: bool = False) -> TaskPlan:
-    """Rewrites and upgrades for ``plan``; files under ``min_file_size`` are never just moved."""
+              force_rewrite: bool = False, deletion_vectors: bool = False, first_row: bool = False) -> TaskPlan:
+    """Rewrites and upgrades for ``plan``; files under ``min_file_size`` are never just moved.
+
+    ``first_row``: level-0 files are always rewritten, dropping keys that deeper levels hold
+    (Paimon's lookup compaction), since the oldest version of a key is the one kept.
+    """
     output = plan.output_level
+    picked = {f.file_name for f in plan.files}
+    lookup = tuple(f for level, files in enumerate(levels.levels, start=1) if level > output
+                   for f in files if f.file_name not in picked) if first_row else ()
     max_level = levels.max_level
     actions: list[Action] = []
     pending: list[list[DataFileMeta]] = []
 
     def upgrade(meta: DataFileMeta) -> None:
         into_max = output == max_level
-        if force_rewrite:
+        if force_rewrite or (lookup and meta.level == 0):
             actions.append(Rewrite((meta,)))
         elif meta.level != output:
             actions.append(Upgrade(meta, check_deletes=into_max))
@@ -98,4 +108,5 @@ def plan_task(plan: CompactionPlan, levels: Levels, bounds: Bounds, *, min_file_
             flush()
             upgrade(section[0])
     flush()
-    return TaskPlan(plan, output, drop_delete(levels, output, deletion_vectors=deletion_vectors), tuple(actions))
+    return TaskPlan(plan, output, drop_delete(levels, output, deletion_vectors=deletion_vectors), tuple(actions),
+                    lookup)

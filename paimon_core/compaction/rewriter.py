@@ -12,9 +12,11 @@ import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from paimon_core.columnar import int64_array
 from paimon_core.compaction.intervals import section_runs, sections
 from paimon_core.compaction.merge_tree import Rewrite, TaskPlan, Upgrade
 from paimon_core.fileio import FileIO
@@ -39,6 +41,8 @@ from paimon_core.write.data_file import (
 )
 from paimon_core.write.message import CompactIncrement
 from paimon_core.write.routing import Partition
+
+_ROW = "__paimon_row"
 
 
 class _Output:
@@ -122,8 +126,22 @@ class MergeTreeRewriter(_TableFiles):
                                                sections(files, self.bounds))
         if task.drop_delete:
             merged = (_without_retractions(chunk) for chunk in merged)
+        if task.lookup_files:
+            known = self._deeper_keys(split, files, task.lookup_files)
+            merged = (_without_keys(chunk, known, self.keys) for chunk in merged)
         write_coalesced(writer, merged, self.layout.to_file)
         return writer.close()
+
+    def _deeper_keys(self, split: DataSplit, files: Sequence[DataFileMeta],
+                     deeper: Sequence[DataFileMeta]) -> pa.Table:
+        """Keys of deeper files whose key range meets that of ``files``."""
+        low = min(self.bounds(f)[0] for f in files)
+        high = max(self.bounds(f)[1] for f in files)
+        tables = [self.reader.read_keys(split, meta) for meta in deeper
+                  if not (self.bounds(meta)[1] < low or self.bounds(meta)[0] > high)]
+        if not tables:
+            return pa.table({k: pa.array([], self.layout.memory_schema().field(k).type) for k in self.keys})
+        return pa.concat_tables(tables)
 
     def _merge_section(self, split: DataSplit, section: list[DataFileMeta]) -> Iterator[pa.Table]:
         runs = section_runs(section, self.bounds)
@@ -166,6 +184,18 @@ class AppendRewriter(_TableFiles):
             output.abort()
             raise
         return CompactIncrement(partition, bucket, total_buckets, tuple(before), tuple(after))
+
+
+def _without_keys(chunk: pa.Table, known: pa.Table, keys: Sequence[str]) -> pa.Table:
+    """Rows of ``chunk`` whose key is not in ``known``, in their order."""
+    if known.num_rows == 0 or chunk.num_rows == 0:
+        return chunk
+    if len(keys) == 1:
+        present = pc.is_in(chunk.column(keys[0]), value_set=known.column(keys[0]).combine_chunks())
+        return chunk.filter(pc.invert(present))
+    numbered = chunk.select(list(keys)).append_column(_ROW, int64_array(np.arange(chunk.num_rows)))
+    kept = numbered.join(known, list(keys), join_type="left anti").column(_ROW)
+    return chunk.take(pc.take(kept, pc.sort_indices(kept)))
 
 
 def _without_retractions(chunk: pa.Table) -> pa.Table:

@@ -119,6 +119,13 @@ class MergeSplitReader(SplitReader):
         kinds = data.column(VALUE_KIND)
         return bool(pc.any(pc.or_(pc.equal(kinds, UPDATE_BEFORE), pc.equal(kinds, DELETE))).as_py())
 
+    def read_keys(self, split: DataSplit, meta: DataFileMeta) -> pa.Table:
+        """Only the primary-key columns of a file (for lookups against deeper levels)."""
+        file_fields = self._file_fields(meta)
+        fields = [self.schema.field(k) for k in self.keys]
+        data, _ = self._read_physical(self.file_path(split, meta), [file_fields[f.id].name for f in fields], None)
+        return pa.Table.from_arrays([data.column(i) for i in range(len(fields))], names=self.keys)
+
     def _with_system_columns(self, data: pa.Table, file_fields: dict[int, Any], rows: int) -> pa.Table:
         values = self._to_read_schema(data, file_fields, rows)
         return values.append_column(pa.field(SEQUENCE_NUMBER, pa.int64(), False),

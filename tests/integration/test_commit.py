@@ -48,7 +48,8 @@ def _run_workers(warehouse: str, workers: int, commits: int) -> list[tuple[str, 
 
 def test_concurrent_writers_lose_no_commit(catalog: pc.Catalog) -> None:
     table = catalog.create_table("db.t", schema=EVENTS, partition_keys=["dt"],
-                                 options={"commit.min-retry-wait": "1 ms", "commit.max-retries": "50"})
+                                 options={"commit.min-retry-wait": "1 ms", "commit.max-retries": "50",
+                                          "write-only": "true"})
     outcomes = _run_workers(catalog.warehouse, workers=4, commits=8)
     assert [o for o, _ in outcomes if o != "ok"] == [], outcomes
     assert sorted(sid for _, sid in outcomes) == list(range(1, 33))
@@ -59,7 +60,7 @@ def test_concurrent_writers_lose_no_commit(catalog: pc.Catalog) -> None:
 
 def test_losers_without_retries_clean_up_everything(catalog: pc.Catalog, tmp_path: Path) -> None:
     table = catalog.create_table("db.t", schema=EVENTS, partition_keys=["dt"],
-                                 options={"commit.max-retries": "0"})
+                                 options={"commit.max-retries": "0", "write-only": "true"})
     outcomes = _run_workers(catalog.warehouse, workers=6, commits=5)
     landed = [sid for o, sid in outcomes if o == "ok"]
     assert landed and len(landed) + sum(1 for o, _ in outcomes if o == "conflict") == 30

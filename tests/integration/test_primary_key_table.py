@@ -88,7 +88,8 @@ def test_spilled_commit_is_one_sorted_run_and_bounded(catalog: pc.Catalog) -> No
 
 
 def test_without_spilling_each_buffer_flush_is_a_level0_file(catalog: pc.Catalog) -> None:
-    table = pk_table(catalog, **{"write-buffer-size": "32 kb", "write-buffer-spillable": "false", "bucket": "1"})
+    table = pk_table(catalog, **{"write-buffer-size": "32 kb", "write-buffer-spillable": "false", "bucket": "1",
+                                 "write-only": "true"})
     with table.new_write() as writer:
         for version in range(10):
             writer.write(orders(list(range(1000)), version=version))
