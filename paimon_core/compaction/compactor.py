@@ -81,6 +81,14 @@ class CompactionResult:
         return sum(b.files_out for b in self.buckets)
 
     @property
+    def rows_in(self) -> int:
+        return sum(b.rows_in for b in self.buckets)
+
+    @property
+    def rows_out(self) -> int:
+        return sum(b.rows_out for b in self.buckets)
+
+    @property
     def bytes_in(self) -> int:
         return sum(b.bytes_in for b in self.buckets)
 

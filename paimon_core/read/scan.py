@@ -152,6 +152,8 @@ class TableScan:
             groups.setdefault((entry.partition, entry.bucket), []).append(entry.file)
         splits = []
         for (partition, bucket), files in groups.items():
+            if not self.schema.primary_keys:  # append files are read in write order (as Java does)
+                files.sort(key=lambda f: f.min_sequence_number)
             dv = deletion_files.get((partition, bucket), {})
             splits.append(DataSplit(self.snapshot.id, self.schema.id, partition, self.decode_partition(partition),
                                     bucket, tuple(files),
