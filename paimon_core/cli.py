@@ -1,4 +1,4 @@
-"""The ``paimon`` command line: inspect a warehouse's tables, snapshots and files."""
+"""The ``paimon`` command line: inspect a warehouse's tables, snapshots, files and LSM shape; compact."""
 
 from __future__ import annotations
 
@@ -66,8 +66,40 @@ def cmd_read(catalog: Catalog, args: argparse.Namespace) -> str:
     return _format_table(headers, [[row[h] for h in headers] for row in rows])
 
 
+def _partition_spec(text: str) -> dict[str, str]:
+    """``k=v[,k2=v2]`` as a partition spec (values are cast to the column types by the table)."""
+    spec = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            raise argparse.ArgumentTypeError(f"partition {text!r} is not k=v[,k2=v2]")
+        spec[key.strip()] = value.strip()
+    return spec
+
+
+def cmd_lsm(catalog: Catalog, args: argparse.Namespace) -> str:
+    state = catalog.get_table(args.table).lsm_state(args.partition or None)
+    rows = state.rows()
+    body = _format_table(list(rows[0]) if rows else ["partition", "bucket"], [list(r.values()) for r in rows])
+    summary = (f"snapshot {state.snapshot_id}: {len(state.buckets)} buckets, max L0 files {state.max_level0_files}, "
+               f"max sorted runs {state.max_sorted_runs} (stop trigger {state.stop_trigger}), "
+               f"debt {state.debt_bytes} bytes")
+    return f"{body}\n{summary}"
+
+
+def cmd_compact(catalog: Catalog, args: argparse.Namespace) -> str:
+    table = catalog.get_table(args.table)
+    result = table.compact(args.partition or None, args.bucket or None, full=args.full)
+    rows = [(b.partition or "-", b.bucket, b.reason, b.output_level, b.files_in, b.files_out, b.files_upgraded,
+             b.bytes_in, b.bytes_out, "/".join(map(str, b.level_files_before)),
+             "/".join(map(str, b.level_files_after))) for b in result.buckets]
+    body = _format_table(("partition", "bucket", "reason", "to level", "files in", "files out", "moved",
+                          "bytes in", "bytes out", "files per level before", "after"), rows) if rows else ""
+    return f"{body}\n{result.summary()}".lstrip()
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="paimon", description="Inspect Paimon tables.")
+    parser = argparse.ArgumentParser(prog="paimon", description="Inspect and compact Paimon tables.")
     parser.add_argument("--warehouse", default=os.environ.get("PAIMON_WAREHOUSE", "warehouse"),
                         help="warehouse path or URL (default $PAIMON_WAREHOUSE or ./warehouse)")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -87,6 +119,16 @@ def build_parser() -> argparse.ArgumentParser:
     read.add_argument("--columns", default=None, help="comma-separated projection")
     read.add_argument("--snapshot", type=int, default=None)
     read.set_defaults(run=cmd_read)
+    lsm = commands.add_parser("lsm", help="show each bucket's levels, sorted runs and compaction debt")
+    lsm.add_argument("table", help="database.table")
+    lsm.add_argument("--partition", type=_partition_spec, action="append", help="k=v[,k2=v2]; repeatable")
+    lsm.set_defaults(run=cmd_lsm)
+    compact = commands.add_parser("compact", help="compact a table (one COMPACT snapshot)")
+    compact.add_argument("table", help="database.table")
+    compact.add_argument("--partition", type=_partition_spec, action="append", help="k=v[,k2=v2]; repeatable")
+    compact.add_argument("--bucket", type=int, action="append", help="bucket number; repeatable")
+    compact.add_argument("--full", action="store_true", help="rewrite every bucket into one sorted run")
+    compact.set_defaults(run=cmd_compact)
     return parser
 
 

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import paimon_core as pc
+from paimon_core.cli import main
 from paimon_core.compaction.compactor import TableCompactor
 from paimon_core.errors import CommitConflictError, UnsupportedFeatureError
 from paimon_core.keyvalue import SEQUENCE_NUMBER
@@ -293,3 +294,18 @@ def test_deletion_vector_tables_are_not_compacted_yet(catalog: pc.Catalog) -> No
     table = make(catalog, "db.dv", commits=2, **{"deletion-vectors.enabled": "true"})
     with pytest.raises(UnsupportedFeatureError, match="deletion-vectors"):
         table.compact()
+
+
+def test_cli_lsm_and_compact(catalog: pc.Catalog, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    make(catalog, "db.cli")
+    warehouse = str(tmp_path / "warehouse")
+    assert main(["--warehouse", warehouse, "lsm", "db.cli"]) == 0
+    shown = capsys.readouterr().out
+    assert "8/0/0/0/0/0" in shown and "size-amplification" in shown and "max L0 files 8" in shown
+    assert main(["--warehouse", warehouse, "compact", "db.cli", "--partition", "dt=2024-01-02", "--full"]) == 0
+    shown = capsys.readouterr().out
+    assert "dt=2024-01-02" in shown and "dt=2024-01-01" not in shown and "0/0/0/0/0/1" in shown
+    assert main(["--warehouse", warehouse, "lsm", "db.cli", "--partition", "dt=2024-01-02"]) == 0
+    assert "max L0 files 0" in capsys.readouterr().out
+    assert main(["--warehouse", warehouse, "compact", "db.cli", "--partition", "nope=1"]) == 1
+    assert "not partition keys" in capsys.readouterr().err
