@@ -40,7 +40,7 @@ from paimon_core.manifest import (
     write_manifest_list,
 )
 from paimon_core.options import TableOptions
-from paimon_core.read.scan import PartitionDecoder, live_entries
+from paimon_core.read.scan import PartitionDecoder, live_entries, live_index_entries
 from paimon_core.schema import TableSchema
 from paimon_core.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotStore
 from paimon_core.version import __version__
@@ -138,7 +138,7 @@ class FileStoreCommit:
             return None
         data_paths = [self.paths.bucket_dir(m.partition.path, m.bucket) + "/" + f.file_name
                       for m in messages for f in m.new_files]
-        changes = _Changes(adds, [], kind, overwrite, index)
+        changes = _Changes(adds, [], kind, overwrite, index, None)
         return self._commit(changes, data_paths, commit_identifier, properties)
 
     def commit_compaction(self, increments: Sequence[CompactIncrement], *,
@@ -153,11 +153,15 @@ class FileStoreCommit:
         adds = [ManifestEntry(ADD, i.partition.row, i.bucket, i.total_buckets, f) for i in increments for f in i.after]
         deletes = [ManifestEntry(DELETE, i.partition.row, i.bucket, i.total_buckets, f)
                    for i in increments for f in i.before]
-        if not adds and not deletes:
+        index_before = [e for i in increments for e in i.index_before]
+        index_after = [e for i in increments for e in i.index_after]
+        if not adds and not deletes and not index_before and not index_after:
             return None
         data_paths = [self.paths.bucket_dir(i.partition.path, i.bucket) + "/" + f.file_name
                       for i in increments for f in i.new_files]
-        changes = _Changes(adds, deletes, "COMPACT", None, None)
+        data_paths += [self.paths.index_file(e.file_name) for e in index_after]
+        swap = IndexSwap(index_before, index_after) if index_before or index_after else None
+        changes = _Changes(adds, deletes, "COMPACT", None, None, swap)
         return self._commit(changes, data_paths, BATCH_COMMIT_IDENTIFIER, properties)
 
     def _commit(self, changes: _Changes, data_paths: list[str], commit_identifier: int,
@@ -260,6 +264,25 @@ class _Changes:
     kind: str
     overwrite: Overwrite | None
     index: IndexUpdate | None
+    index_swap: IndexSwap | None
+
+
+@dataclass(frozen=True, slots=True)
+class IndexSwap:
+    """Index files a compaction replaces (deletion vectors), applied to whatever index is latest."""
+
+    before: list[IndexManifestEntry]
+    after: list[IndexManifestEntry]
+
+    def apply(self, current: list[IndexManifestEntry], table: str) -> list[IndexManifestEntry]:
+        names = {e.file_name for e in current}
+        gone = [e.file_name for e in self.before if e.file_name not in names]
+        if gone:
+            raise CommitConflictError(f"compaction of table {table} conflicts with a concurrent commit: the "
+                                      f"deletion-vector index {gone[0]} it replaces is gone; its output was "
+                                      "discarded, nothing is lost", snapshot_id=None)
+        replaced = {e.file_name for e in self.before}
+        return [e for e in current if e.file_name not in replaced] + self.after
 
 
 class _Attempt:
@@ -321,6 +344,13 @@ class _Attempt:
             return "empty"
         created: list[str] = []
         index_manifest = latest.index_manifest if latest else None
+        swap = self.changes.index_swap
+        if swap is not None:
+            current = live_index_entries(c.file_io, c.paths, latest) if latest is not None else []
+            index_manifest = f"index-manifest-{uuid.uuid4()}-0"
+            write_index_manifest(c.file_io, c.paths.manifest_file(index_manifest), swap.apply(current, c.table),
+                                 c.options.manifest_compression)
+            created.append(c.paths.manifest_file(index_manifest))
         if self.index is not None:
             if index_manifest != self.index.base_manifest:
                 raise CommitConflictError(

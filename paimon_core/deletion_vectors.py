@@ -1,4 +1,4 @@
-"""Deletion vectors: decoding the bitmaps of ``DELETION_VECTORS`` index files.
+"""Deletion vectors: the bitmaps of ``DELETION_VECTORS`` index files, read and written.
 
 An index file starts with version byte 1; each vector, at the offset its index entry gives, is
 ``int32 BE size | int32 BE magic | RoaringBitmap (portable format) | int32 BE CRC32``. A set
@@ -88,3 +88,49 @@ def _decode(data: memoryview) -> np.ndarray:
             low = np.flatnonzero(bits).astype(np.uint32)
         parts.append(low + np.uint32(key))
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint32)
+
+
+def encode_roaring(positions: np.ndarray) -> bytes:
+    """A RoaringBitmap of ``positions`` in the portable format (array and bitmap containers)."""
+    values = np.unique(np.asarray(positions, dtype=np.uint32))
+    highs = (values >> 16).astype(np.uint16)
+    keys, starts, counts = np.unique(highs, return_index=True, return_counts=True)
+    header = np.empty((len(keys), 2), dtype="<u2")
+    header[:, 0] = keys
+    header[:, 1] = counts - 1
+    bodies = []
+    for start, count in zip(starts, counts):
+        low = (values[start:start + count] & 0xFFFF).astype(np.uint16)
+        if count <= 4096:
+            bodies.append(low.astype("<u2").tobytes())
+        else:
+            bits = np.zeros(65536, dtype=np.uint8)
+            bits[low] = 1
+            bodies.append(np.packbits(bits, bitorder="little").tobytes())
+    prefix = 8 + 4 * len(keys) + 4 * len(keys)
+    offsets = np.cumsum([prefix] + [len(b) for b in bodies[:-1]]).astype("<u4") if bodies else np.zeros(0, "<u4")
+    return b"".join([struct.pack("<II", _SERIAL_COOKIE_NO_RUN, len(keys)), header.tobytes(), offsets.tobytes(),
+                     *bodies])
+
+
+def encode_deletion_vector(positions: np.ndarray) -> bytes:
+    """One vector as stored in an index file: size, magic, bitmap and checksum."""
+    body = struct.pack(">i", BITMAP32_MAGIC) + encode_roaring(positions)
+    return struct.pack(">i", len(body)) + body + struct.pack(">I", zlib.crc32(body) & 0xFFFFFFFF)
+
+
+def encode_index_file(vectors: dict[str, np.ndarray]) -> tuple[bytes, list[tuple[str, int, int, int]]]:
+    """An index file holding ``vectors`` (data file name -> deleted positions).
+
+    Returns the bytes and, per data file, (name, offset, length, cardinality) for its index entry.
+    """
+    parts = [bytes([1])]
+    ranges = []
+    offset = 1
+    for name in sorted(vectors):
+        positions = np.unique(np.asarray(vectors[name], dtype=np.uint32))
+        blob = encode_deletion_vector(positions)
+        ranges.append((name, offset, len(blob) - 8, len(positions)))
+        parts.append(blob)
+        offset += len(blob)
+    return b"".join(parts), ranges

@@ -328,7 +328,7 @@ class TableWrite:
         self._static = self._static_filter()
         # Writers of tables without write-only compact what they wrote after each commit, and
         # stall (compact first) while a bucket has more sorted runs than the stop trigger.
-        self.compacts = not self.options.write_only and not self.options.deletion_vectors_enabled
+        self.compacts = not self.options.write_only
         self.compaction: CompactionResult | None = None
         self.stall_seconds = 0.0
         if self.compacts and self.schema.primary_keys:

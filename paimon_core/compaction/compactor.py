@@ -18,14 +18,15 @@ from typing import TYPE_CHECKING, Any
 
 from paimon_core.binary_row import deserialize_with_arity
 from paimon_core.commit import FileStoreCommit
+from paimon_core.compaction.dv_index import with_deletion_vectors
 from paimon_core.compaction.levels import level_sizes
 from paimon_core.compaction.planning import BucketFiles, BucketWork, Planner
 from paimon_core.compaction.rewriter import AppendRewriter, MergeTreeRewriter
 from paimon_core.compaction.state import BucketState, LsmState
 from paimon_core.errors import UnsupportedFeatureError
-from paimon_core.manifest import DataFileMeta, ManifestEntry, read_index_manifest
+from paimon_core.manifest import DataFileMeta, IndexManifestEntry, ManifestEntry
 from paimon_core.read.merge_read import key_bounds
-from paimon_core.read.scan import PartitionDecoder, live_entries
+from paimon_core.read.scan import DELETION_VECTORS, PartitionDecoder, deletion_files, live_entries, live_index_entries
 from paimon_core.snapshot import Snapshot
 from paimon_core.write.conform import internal_partition_spec
 from paimon_core.write.data_file import local_now_millis
@@ -200,14 +201,15 @@ class TableCompactor:
         latest = self.table.latest_snapshot()
         if latest is None:
             return PreparedCompaction(full, (), (), started)
-        self._refuse_deletion_vectors(latest)
+        index = live_index_entries(self.table.file_io, self.table.paths, latest)
+        self._refuse_append_deletion_vectors(index)
         full = full or self._full_due(latest)
         now = local_now_millis()
         selected = self.buckets(latest, partitions, buckets)
         if only is not None:
             selected = [b for b in selected if (b.partition.row, b.bucket) in only]
         work = tuple(w for b in selected if (w := self.planner.plan(b, full=full, now_ms=now)) is not None)
-        return PreparedCompaction(full, work, tuple(self._run(work)), started)
+        return PreparedCompaction(full, work, tuple(self._run(work, index)), started)
 
     def commit(self, prepared: PreparedCompaction) -> CompactionResult:
         """Commit prepared compactions as one COMPACT snapshot (removing their files on conflict)."""
@@ -227,18 +229,28 @@ class TableCompactor:
         log.info("compaction of %s", result.summary())
         return result
 
-    def _run(self, work: Sequence[BucketWork]) -> list[CompactIncrement]:
+    def _run(self, work: Sequence[BucketWork], index: Sequence[IndexManifestEntry]) -> list[CompactIncrement]:
         if not work:
             return []
+        file_io, paths = self.table.file_io, self.table.paths
         schemas, schema, options, name = self.table.schemas, self.schema, self.options, self.table.name
         if self.planner.primary_key:
-            merge = MergeTreeRewriter(self.table.file_io, self.table.paths, schemas, schema, options, table=name)
+            merge = MergeTreeRewriter(file_io, paths, schemas, schema, options, table=name)
+            vectors = deletion_files(paths, index)
+            dv_entries = [e for e in index if e.index_type == DELETION_VECTORS]
 
             def run(w: BucketWork) -> CompactIncrement:
                 assert w.task is not None
-                return merge.run(w.bucket.partition, w.bucket.bucket, w.bucket.total_buckets, w.task)
+                where = (w.bucket.partition.row, w.bucket.bucket)
+                current = vectors.get(where, {})
+                increment, deleted = merge.run(w.bucket.partition, w.bucket.bucket, w.bucket.total_buckets, w.task,
+                                               current)
+                if not options.deletion_vectors_enabled and not current:
+                    return increment
+                entries = [e for e in dv_entries if (e.partition, e.bucket) == where]
+                return with_deletion_vectors(file_io, paths, increment, current, entries, deleted)
         else:
-            append = AppendRewriter(self.table.file_io, self.table.paths, schemas, schema, options, table=name)
+            append = AppendRewriter(file_io, paths, schemas, schema, options, table=name)
 
             def run(w: BucketWork) -> CompactIncrement:
                 return append.run(w.bucket.partition, w.bucket.bucket, w.bucket.total_buckets, w.groups)
@@ -291,16 +303,10 @@ class TableCompactor:
                     return True
         return False
 
-    def _refuse_deletion_vectors(self, latest: Snapshot) -> None:
-        if self.options.deletion_vectors_enabled:
-            raise UnsupportedFeatureError(f"table {self.table.name} has deletion-vectors.enabled; compacting it "
-                                          "(which must write deletion vectors) is not supported yet")
-        if not latest.index_manifest:
-            return
-        entries = read_index_manifest(self.table.file_io, self.table.paths.manifest_file(latest.index_manifest))
-        if any(e.index_type == "DELETION_VECTORS" for e in entries):
-            raise UnsupportedFeatureError(f"table {self.table.name} has deletion vectors; compacting it is not "
-                                          "supported yet")
+    def _refuse_append_deletion_vectors(self, index: Sequence[IndexManifestEntry]) -> None:
+        if not self.planner.primary_key and any(e.index_type == DELETION_VECTORS for e in index):
+            raise UnsupportedFeatureError(f"append table {self.table.name} has deletion vectors; compacting it "
+                                          "is not supported yet")
 
 
 def _discard(table: Table, increments: Sequence[CompactIncrement]) -> None:
@@ -309,3 +315,5 @@ def _discard(table: Table, increments: Sequence[CompactIncrement]) -> None:
         directory = table.paths.bucket_dir(increment.partition.path, increment.bucket)
         for meta in increment.new_files:
             table.file_io.delete_quietly(f"{directory}/{meta.file_name}")
+        for entry in increment.index_after:
+            table.file_io.delete_quietly(table.paths.index_file(entry.file_name))

@@ -10,6 +10,7 @@ into the max level, where deletes are dropped, rewrites the file if it may hold 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from paimon_core.compaction.intervals import Bounds, sections
 from paimon_core.compaction.levels import Levels
@@ -37,6 +38,7 @@ class Upgrade:
 
 
 Action = Rewrite | Upgrade
+LookupMode = Literal["drop-new", "delete-old"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,9 +49,11 @@ class TaskPlan:
     output_level: int
     drop_delete: bool
     actions: tuple[Action, ...]
-    # first-row tables: files below the output whose keys the output must not repeat (readers
-    # of levels >= 1 rely on every key being in one level only)
+    # Lookup tables: files below the output whose keys the output must not repeat, because
+    # readers of levels >= 1 rely on every key being live in one file only. first-row drops
+    # such keys from the output (the older row wins); deletion vectors mark the older row deleted.
     lookup_files: tuple[DataFileMeta, ...] = ()
+    lookup_mode: LookupMode | None = None
 
     @property
     def rewrite_bytes(self) -> int:
@@ -72,20 +76,21 @@ def plan_task(plan: CompactionPlan, levels: Levels, bounds: Bounds, *, min_file_
               force_rewrite: bool = False, deletion_vectors: bool = False, first_row: bool = False) -> TaskPlan:
     """Rewrites and upgrades for ``plan``; files under ``min_file_size`` are never just moved.
 
-    ``first_row``: level-0 files are always rewritten, dropping keys that deeper levels hold
-    (Paimon's lookup compaction), since the oldest version of a key is the one kept.
+    ``first_row`` and ``deletion_vectors`` make it a lookup compaction (Paimon's): level-0 files
+    are always rewritten, and their keys are looked up in the deeper levels.
     """
     output = plan.output_level
     picked = {f.file_name for f in plan.files}
+    mode: LookupMode | None = "drop-new" if first_row else ("delete-old" if deletion_vectors else None)
     lookup = tuple(f for level, files in enumerate(levels.levels, start=1) if level > output
-                   for f in files if f.file_name not in picked) if first_row else ()
+                   for f in files if f.file_name not in picked) if mode else ()
     max_level = levels.max_level
     actions: list[Action] = []
     pending: list[list[DataFileMeta]] = []
 
     def upgrade(meta: DataFileMeta) -> None:
         into_max = output == max_level
-        if force_rewrite or (lookup and meta.level == 0):
+        if force_rewrite or (mode and meta.level == 0):
             actions.append(Rewrite((meta,)))
         elif meta.level != output:
             actions.append(Upgrade(meta, check_deletes=into_max))
@@ -109,4 +114,4 @@ def plan_task(plan: CompactionPlan, levels: Levels, bounds: Bounds, *, min_file_
             upgrade(section[0])
     flush()
     return TaskPlan(plan, output, drop_delete(levels, output, deletion_vectors=deletion_vectors), tuple(actions),
-                    lookup)
+                    lookup, mode if lookup else None)

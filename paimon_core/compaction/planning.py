@@ -81,6 +81,8 @@ class Planner:
         levels = self.levels(bucket.files)
         runs = levels.sorted_runs()
         plan: CompactionPlan | None
+        if _lookup_needs_merge(options) and levels.level0:
+            full = True  # the deeper version would have to join the merge: rewrite the bucket instead
         if full:
             plan = pick_full(runs, levels.num_levels, force_rewrite=options.compaction_force_rewrite_all_files)
         else:
@@ -112,6 +114,13 @@ class Planner:
         if not groups:
             return None
         return BucketWork(bucket, "full-compaction" if full else "small-files", groups=tuple(groups))
+
+
+def _lookup_needs_merge(options: TableOptions) -> bool:
+    """Deletion-vector tables whose new rows cannot just mask the old: the old row takes part in
+    the merge (partial-update, aggregation) or may be newer by ``sequence.field``."""
+    return options.deletion_vectors_enabled and (options.merge_engine != "deduplicate"
+                                                  or bool(options.sequence_field))
 
 
 def _last_full_ms(levels: Levels) -> int | None:

@@ -9,7 +9,7 @@ Output files keep the input's sequence numbers and are marked as compaction outp
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -27,7 +27,7 @@ from paimon_core.merge import engine_for
 from paimon_core.merge.sorted_runs import merge_sorted_runs
 from paimon_core.options import TableOptions
 from paimon_core.read.merge_read import MergeSplitReader, key_bounds
-from paimon_core.read.scan import DataSplit
+from paimon_core.read.scan import DataSplit, DeletionFile
 from paimon_core.read.split_read import SplitReader
 from paimon_core.schema import TableSchema
 from paimon_core.schema_store import SchemaStore
@@ -43,6 +43,7 @@ from paimon_core.write.message import CompactIncrement
 from paimon_core.write.routing import Partition
 
 _ROW = "__paimon_row"
+Deletions = dict[str, list[np.ndarray]]  # data file name -> row positions newly deleted
 
 
 class _Output:
@@ -94,10 +95,16 @@ class MergeTreeRewriter(_TableFiles):
         self.keys = self.layout.key_names
         self.bounds = key_bounds([schema.field(k).type for k in self.keys])
 
-    def run(self, partition: Partition, bucket: int, total_buckets: int, task: TaskPlan) -> CompactIncrement:
-        split = self.split(partition, bucket)
+    def run(self, partition: Partition, bucket: int, total_buckets: int, task: TaskPlan,
+            deletion_files: Mapping[str, DeletionFile] | None = None) -> tuple[CompactIncrement, Deletions]:
+        """Carry out ``task``; returns the increment and the rows it deletes in deeper files.
+
+        ``deletion_files`` are the bucket's current deletion vectors (applied to every input).
+        """
+        split = replace(self.split(partition, bucket), deletion_files=dict(deletion_files or {}))
         before: list[DataFileMeta] = []
         after: list[DataFileMeta] = []
+        deletions: Deletions = {}
         output = _Output()
         try:
             for action in task.actions:
@@ -109,39 +116,46 @@ class MergeTreeRewriter(_TableFiles):
                         after.append(replace(action.file, level=task.output_level))
                         continue
                 before += action.files
-                after += self._rewrite(partition, split, action.files, task, output)
+                after += self._rewrite(partition, split, action.files, task, output, deletions)
         except BaseException:
             output.abort()
             raise
-        return CompactIncrement(partition, bucket, total_buckets, tuple(before), tuple(after))
+        return CompactIncrement(partition, bucket, total_buckets, tuple(before), tuple(after)), deletions
 
     def _rewrite(self, partition: Partition, split: DataSplit, files: Sequence[DataFileMeta], task: TaskPlan,
-                 output: _Output) -> list[DataFileMeta]:
+                 output: _Output, deletions: Deletions) -> list[DataFileMeta]:
         key_fields = self.layout.key_fields()
         writer = output.track(self.writer(
             partition, split.bucket,
             file_schema=self.layout.file_schema(), content=lambda: KeyValueContent(key_fields),
             level=task.output_level, primary_key=True))
-        merged: Iterator[pa.Table] = itertools.chain.from_iterable(self._merge_section(split, section) for section in
-                                               sections(files, self.bounds))
+        merged: Iterator[pa.Table] = itertools.chain.from_iterable(
+            self._merge_section(split, section) for section in sections(files, self.bounds))
+        deeper = self._overlapping(files, task.lookup_files)
+        written_keys: list[pa.Table] = []
+        if task.lookup_mode == "delete-old" and deeper:
+            merged = _tee_keys(merged, self.keys, written_keys)  # retractions too: they delete older rows
         if task.drop_delete:
             merged = (_without_retractions(chunk) for chunk in merged)
-        if task.lookup_files:
-            known = self._deeper_keys(split, files, task.lookup_files)
+        if task.lookup_mode == "drop-new" and deeper:
+            known = pa.concat_tables([self.reader.read_keys(split, meta) for meta in deeper])
             merged = (_without_keys(chunk, known, self.keys) for chunk in merged)
         write_coalesced(writer, merged, self.layout.to_file)
+        if written_keys:
+            keys = pa.concat_tables(written_keys)
+            for meta in deeper:
+                positions = _positions_of(self.reader.read_keys(split, meta), keys, self.keys)
+                if len(positions):
+                    deletions.setdefault(meta.file_name, []).append(positions)
         return writer.close()
 
-    def _deeper_keys(self, split: DataSplit, files: Sequence[DataFileMeta],
-                     deeper: Sequence[DataFileMeta]) -> pa.Table:
-        """Keys of deeper files whose key range meets that of ``files``."""
+    def _overlapping(self, files: Sequence[DataFileMeta], deeper: Sequence[DataFileMeta]) -> list[DataFileMeta]:
+        """Deeper files whose key range meets that of ``files``."""
+        if not deeper:
+            return []
         low = min(self.bounds(f)[0] for f in files)
         high = max(self.bounds(f)[1] for f in files)
-        tables = [self.reader.read_keys(split, meta) for meta in deeper
-                  if not (self.bounds(meta)[1] < low or self.bounds(meta)[0] > high)]
-        if not tables:
-            return pa.table({k: pa.array([], self.layout.memory_schema().field(k).type) for k in self.keys})
-        return pa.concat_tables(tables)
+        return [m for m in deeper if not (self.bounds(m)[1] < low or self.bounds(m)[0] > high)]
 
     def _merge_section(self, split: DataSplit, section: list[DataFileMeta]) -> Iterator[pa.Table]:
         runs = section_runs(section, self.bounds)
@@ -184,6 +198,22 @@ class AppendRewriter(_TableFiles):
             output.abort()
             raise
         return CompactIncrement(partition, bucket, total_buckets, tuple(before), tuple(after))
+
+
+def _tee_keys(chunks: Iterator[pa.Table], keys: Sequence[str], sink: list[pa.Table]) -> Iterator[pa.Table]:
+    for chunk in chunks:
+        sink.append(chunk.select(list(keys)))
+        yield chunk
+
+
+def _positions_of(file_keys: pa.Table, keys: pa.Table, names: Sequence[str]) -> np.ndarray:
+    """Row positions of ``file_keys`` whose key is in ``keys``."""
+    if len(names) == 1:
+        present = pc.is_in(file_keys.column(names[0]), value_set=keys.column(names[0]).combine_chunks())
+        return np.flatnonzero(present.to_numpy(zero_copy_only=False)).astype(np.uint32)
+    numbered = file_keys.append_column(_ROW, int64_array(np.arange(file_keys.num_rows)))
+    found = numbered.join(keys, list(names), join_type="left semi").column(_ROW)
+    return np.sort(found.to_numpy()).astype(np.uint32)
 
 
 def _without_keys(chunk: pa.Table, known: pa.Table, keys: Sequence[str]) -> pa.Table:

@@ -20,8 +20,8 @@ from paimon_core.layout import TablePaths
 from paimon_core.manifest import (
     ADD,
     DataFileMeta,
-    DeletionVectorRange,
     FileIdentifier,
+    IndexManifestEntry,
     ManifestEntry,
     ManifestFileMeta,
     read_index_manifest,
@@ -224,23 +224,33 @@ class TableScan:
     # ---- deletion vectors ------------------------------------------------------------------
 
     def _deletion_files(self) -> dict[tuple[bytes, int], dict[str, DeletionFile]]:
-        if not self.snapshot.index_manifest:
-            return {}
-        entries = read_index_manifest(self.file_io, self.paths.manifest_file(self.snapshot.index_manifest))
-        live: dict[tuple[bytes, int, str], Any] = {}
-        for entry in entries:
-            key = (entry.partition, entry.bucket, entry.file_name)
-            if entry.kind == ADD:
-                live[key] = entry
-            else:
-                live.pop(key, None)
-        out: dict[tuple[bytes, int], dict[str, DeletionFile]] = {}
-        for entry in live.values():
-            if entry.index_type != DELETION_VECTORS or not entry.dv_ranges:
-                continue
-            path = entry.external_path or self.paths.index_file(entry.file_name)
-            ranges: tuple[DeletionVectorRange, ...] = entry.dv_ranges
-            bucket_files = out.setdefault((entry.partition, entry.bucket), {})
-            for r in ranges:
-                bucket_files[r.data_file] = DeletionFile(path, r.offset, r.length, r.cardinality)
-        return out
+        return deletion_files(self.paths, live_index_entries(self.file_io, self.paths, self.snapshot))
+
+
+def live_index_entries(file_io: FileIO, paths: TablePaths, snapshot: Snapshot) -> list[IndexManifestEntry]:
+    """The index files (HASH, DELETION_VECTORS, ...) of ``snapshot``."""
+    if not snapshot.index_manifest:
+        return []
+    entries = read_index_manifest(file_io, paths.manifest_file(snapshot.index_manifest))
+    live: dict[tuple[bytes, int, str], IndexManifestEntry] = {}
+    for entry in entries:
+        key = (entry.partition, entry.bucket, entry.file_name)
+        if entry.kind == ADD:
+            live[key] = entry
+        else:
+            live.pop(key, None)
+    return list(live.values())
+
+
+def deletion_files(paths: TablePaths, entries: Sequence[IndexManifestEntry]
+                   ) -> dict[tuple[bytes, int], dict[str, DeletionFile]]:
+    """Per (partition, bucket): data file name -> where its deletion vector is."""
+    out: dict[tuple[bytes, int], dict[str, DeletionFile]] = {}
+    for entry in entries:
+        if entry.index_type != DELETION_VECTORS or not entry.dv_ranges:
+            continue
+        path = entry.external_path or paths.index_file(entry.file_name)
+        bucket_files = out.setdefault((entry.partition, entry.bucket), {})
+        for r in entry.dv_ranges:
+            bucket_files[r.data_file] = DeletionFile(path, r.offset, r.length, r.cardinality)
+    return out

@@ -147,17 +147,12 @@ class SplitReader:
         return pa.Table.from_arrays(columns, schema=arrow_schema(self.read_fields))
 
     def _keep_mask(self, deletion: DeletionFile, start: int, count: int) -> pa.Array:
-        blob = self._deletion_blob(deletion)
-        positions = read_deletion_vector(blob, source=f"deletion vector in {deletion.index_file}")
+        positions = load_deletion_vector(self.file_io, deletion)
         keep = np.ones(count, dtype=bool)
         local = positions[(positions >= start) & (positions < start + count)] - start
         keep[local.astype(np.int64)] = False
         return pa.array(keep)
 
-    def _deletion_blob(self, deletion: DeletionFile) -> bytes:
-        with self.file_io.open_input(deletion.index_file) as source:
-            source.seek(deletion.offset)
-            return bytes(source.read(deletion.length + 8))
 
     def _finish(self, table: pa.Table, *, filtered: bool = False) -> pa.Table:
         if self.filter is not None and not filtered:
@@ -206,6 +201,14 @@ class SplitReader:
                 table = table.filter(self._keep_mask(deletion, offset, table.num_rows))
             offset += batch.num_rows
             yield from self._finish(table).to_batches()
+
+
+def load_deletion_vector(file_io: FileIO, deletion: DeletionFile) -> np.ndarray:
+    """The deleted row positions of one data file."""
+    with file_io.open_input(deletion.index_file) as source:
+        source.seek(deletion.offset)
+        blob = bytes(source.read(deletion.length + 8))
+    return read_deletion_vector(blob, source=f"deletion vector in {deletion.index_file}")
 
 
 def _combine(first: pc.Expression | None, second: pc.Expression | None) -> pc.Expression | None:

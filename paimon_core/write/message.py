@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from paimon_core.manifest import DataFileMeta
+from paimon_core.manifest import DataFileMeta, IndexManifestEntry
 from paimon_core.write.routing import Partition
 
 
@@ -30,6 +30,9 @@ class CompactIncrement:
     total_buckets: int
     before: tuple[DataFileMeta, ...]
     after: tuple[DataFileMeta, ...]
+    # deletion-vector index files the compaction replaces, and their replacements
+    index_before: tuple[IndexManifestEntry, ...] = ()
+    index_after: tuple[IndexManifestEntry, ...] = ()
 
     @property
     def new_files(self) -> tuple[DataFileMeta, ...]:

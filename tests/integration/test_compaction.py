@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing as mp
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import pytest
 import paimon_core as pc
 from paimon_core.cli import main
 from paimon_core.compaction.compactor import TableCompactor
-from paimon_core.errors import CommitConflictError, UnsupportedFeatureError
+from paimon_core.errors import CommitConflictError
 from paimon_core.keyvalue import SEQUENCE_NUMBER
 from paimon_core.schema import AddColumn, SetOption
 from tests.integration.conftest import EVENTS, events, files_under
@@ -290,10 +291,39 @@ def test_a_writer_stalls_while_a_bucket_is_over_the_stop_trigger(catalog: pc.Cat
     assert any("write stall" in r.message for r in caplog.records)
 
 
-def test_deletion_vector_tables_are_not_compacted_yet(catalog: pc.Catalog) -> None:
-    table = make(catalog, "db.dv", commits=2, **{"deletion-vectors.enabled": "true"})
-    with pytest.raises(UnsupportedFeatureError, match="deletion-vectors"):
-        table.compact()
+def test_deletion_vector_tables_mask_old_rows_instead_of_rewriting_them(catalog: pc.Catalog) -> None:
+    options = {"deletion-vectors.enabled": "true", "write-only": "false"}
+    table = make(catalog, "db.dv", commits=6, **options)
+    twin = make(catalog, "db.dv_twin", commits=6)  # same rows, plain merge-on-read
+    assert canonical(table.read()) == canonical(twin.read())
+    state = table.lsm_state()
+    assert state.max_level0_files == 0  # writers of DV tables push level 0 up at every commit
+    deeper = [f for f in table.files() if f.level == 5]
+    upper = [f for f in table.files() if 0 < f.level < 5]
+    assert deeper and upper  # old rows stay in place, masked by deletion vectors
+    splits = table.plan()
+    assert any(s.deletion_files for s in splits)
+    # levels >= 1 hold each key live once: reading them without any merge gives the table
+    raw = [table.read_split(replace(s, files=(f,))) for s in splits for f in s.files]
+    assert canonical(pa.concat_tables(raw)) == canonical(twin.read())
+    before = {f.file_name for f in table.files()}
+    table.compact(full=True)
+    assert not any(s.deletion_files for s in table.plan())  # a full compaction consumes every vector
+    assert canonical(table.read()) == canonical(twin.read()) and before != {f.file_name for f in table.files()}
+
+
+def test_concurrent_compactions_of_a_deletion_vector_bucket_conflict(catalog: pc.Catalog) -> None:
+    table = make(catalog, "db.dvrace", commits=3, **{"deletion-vectors.enabled": "true"})
+    TableCompactor(table).compact()
+    table.write(batch(np.random.default_rng(9), 4))
+    first, second = TableCompactor(table).prepare(), TableCompactor(table).prepare()
+    TableCompactor(table).commit(first)
+    expected = canonical(table.read())
+    with pytest.raises(CommitConflictError):
+        TableCompactor(table).commit(second)
+    leftovers = {e.file_name for i in second.increments for e in i.index_after}
+    assert not any((Path(table.path) / "index" / name).exists() for name in leftovers)
+    assert canonical(table.read()) == expected
 
 
 def test_cli_lsm_and_compact(catalog: pc.Catalog, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
