@@ -269,6 +269,10 @@ class TableOptions:
     lookup_compact: str = opt("lookup-compact", "radical",
                               "radical: force level 0 up at every trigger; gentle: only every "
                               "lookup-compact.max-interval.", _choice("radical", "gentle"))
+    lookup_compact_max_interval_option: int | None = opt(
+        "lookup-compact.max-interval", None,
+        "gentle: level-0 runs (one per commit) before level 0 is forced up; default 2 x trigger.",
+        _at_least(1))
     commit_force_compact: bool = opt("commit.force-compact", False,
                                      "Compact before every commit.", _parse_bool)
     # --- snapshots, changelog, manifests --------------------------------------------------
@@ -407,6 +411,12 @@ class TableOptions:
         if self.sorted_run_stop_trigger_option is not None:
             return self.sorted_run_stop_trigger_option
         return self.sorted_run_compaction_trigger + 3
+
+    @property
+    def lookup_compact_max_interval(self) -> int:
+        """Never below the compaction trigger (as in Paimon)."""
+        value = self.lookup_compact_max_interval_option or 2 * self.sorted_run_compaction_trigger
+        return max(value, self.sorted_run_compaction_trigger)
 
     @property
     def num_levels(self) -> int:

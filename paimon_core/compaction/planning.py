@@ -87,7 +87,7 @@ class Planner:
             plan = pick_full(runs, levels.num_levels, force_rewrite=options.compaction_force_rewrite_all_files)
         else:
             plan = pick(runs, levels.num_levels, options, now_ms=now_ms, last_full_ms=_last_full_ms(levels))
-            if plan is None and needs_lookup(options):
+            if plan is None and needs_lookup(options) and _force_level0_now(options, len(levels.level0)):
                 plan = force_pick_level0(runs, levels.num_levels, options)
         if plan is None:
             return None
@@ -114,6 +114,15 @@ class Planner:
         if not groups:
             return None
         return BucketWork(bucket, "full-compaction" if full else "small-files", groups=tuple(groups))
+
+
+def _force_level0_now(options: TableOptions, level0_runs: int) -> bool:
+    """``lookup-compact``: radical forces level 0 up at every trigger; gentle every max-interval-th.
+
+    Each commit adds one level-0 run and triggers once, so the run count stands for the triggers
+    since level 0 was last emptied.
+    """
+    return options.lookup_compact == "radical" or level0_runs >= options.lookup_compact_max_interval
 
 
 def _lookup_needs_merge(options: TableOptions) -> bool:

@@ -339,3 +339,12 @@ def test_cli_lsm_and_compact(catalog: pc.Catalog, tmp_path: Path, capsys: pytest
     assert "max L0 files 0" in capsys.readouterr().out
     assert main(["--warehouse", warehouse, "compact", "db.cli", "--partition", "nope=1"]) == 1
     assert "not partition keys" in capsys.readouterr().err
+
+
+def test_gentle_lookup_compaction_lets_level0_wait(catalog: pc.Catalog) -> None:
+    radical = make(catalog, "db.radical", commits=4, **{"merge-engine": "first-row", "write-only": "false"})
+    assert radical.lsm_state().max_level0_files == 0  # pushed up at every commit
+    gentle = make(catalog, "db.gentle", commits=4, **{"merge-engine": "first-row", "write-only": "false",
+                                                      "lookup-compact": "gentle"})
+    assert gentle.lsm_state().max_level0_files == 4  # below the trigger (5) and max-interval (10)
+    assert canonical(gentle.read()) == canonical(radical.read())
