@@ -348,3 +348,19 @@ def test_gentle_lookup_compaction_lets_level0_wait(catalog: pc.Catalog) -> None:
                                                       "lookup-compact": "gentle"})
     assert gentle.lsm_state().max_level0_files == 4  # below the trigger (5) and max-interval (10)
     assert canonical(gentle.read()) == canonical(radical.read())
+
+
+def test_dynamic_bucket_tables_compact_and_keep_their_hash_index(catalog: pc.Catalog) -> None:
+    table = make(catalog, "db.dyn", **{"bucket": "-1", "dynamic-bucket.target-row-num": "100"})
+    index = table.latest_snapshot().index_manifest  # type: ignore[union-attr]
+    expected = canonical(table.read())
+    result = table.compact(full=True)
+    assert result.snapshot_id is not None and len(result.buckets) > 2
+    assert table.latest_snapshot().index_manifest == index  # type: ignore[union-attr]
+    assert canonical(table.read()) == expected
+    table.write(batch(np.random.default_rng(12), 3))  # keys still find their buckets
+    placement: dict[tuple[str, int], int] = {}
+    for split in table.plan():
+        for row in table.read_split(split, columns=["dt", "id"]).to_pylist():
+            assert (row["dt"], row["id"]) not in placement
+            placement[(row["dt"], row["id"])] = split.bucket
