@@ -235,7 +235,10 @@ class TableCompactor:
         file_io, paths = self.table.file_io, self.table.paths
         schemas, schema, options, name = self.table.schemas, self.schema, self.options, self.table.name
         if self.planner.primary_key:
-            merge = MergeTreeRewriter(file_io, paths, schemas, schema, options, table=name)
+            # Input chunks of the buckets compacted at once share write-buffer-size; merge copies and
+            # the output row group come on top, so a task gets a third of its share for input.
+            budget = options.write_buffer_size // (3 * min(_THREADS, len(work)))
+            merge = MergeTreeRewriter(file_io, paths, schemas, schema, options, table=name, memory_budget=budget)
             vectors = deletion_files(paths, index)
             dv_entries = [e for e in index if e.index_type == DELETION_VECTORS]
 

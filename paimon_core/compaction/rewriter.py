@@ -33,6 +33,7 @@ from paimon_core.schema import TableSchema
 from paimon_core.schema_store import SchemaStore
 from paimon_core.types import arrow_schema
 from paimon_core.write.data_file import (
+    ROW_GROUP_BYTES,
     AppendContent,
     KeyValueContent,
     RollingFileWriter,
@@ -43,6 +44,7 @@ from paimon_core.write.message import CompactIncrement
 from paimon_core.write.routing import Partition
 
 _ROW = "__paimon_row"
+_MIN_CHUNK_BYTES = 1024 * 1024
 Deletions = dict[str, list[np.ndarray]]  # data file name -> row positions newly deleted
 
 
@@ -84,11 +86,16 @@ class _TableFiles:
 
 
 class MergeTreeRewriter(_TableFiles):
-    """Runs :class:`TaskPlan` s of a primary-key table (any schema version in, the latest out)."""
+    """Runs :class:`TaskPlan` s of a primary-key table (any schema version in, the latest out).
+
+    ``memory_budget``: bytes one task may hold in decoded input chunks; each sorted run of a
+    section gets an equal share (a chunk and its look-ahead), whatever the runs' sizes.
+    """
 
     def __init__(self, file_io: FileIO, paths: TablePaths, schemas: SchemaStore, schema: TableSchema,
-                 options: TableOptions, *, table: str) -> None:
+                 options: TableOptions, *, table: str, memory_budget: int) -> None:
         super().__init__(file_io, paths, schema, options)
+        self.memory_budget = memory_budget
         self.engine = engine_for(schema, options, table=table)
         self.reader = MergeSplitReader(file_io, paths, schemas, schema, table=table, engine=self.engine)
         self.layout = KeyValueLayout(schema)
@@ -140,7 +147,7 @@ class MergeTreeRewriter(_TableFiles):
         if task.lookup_mode == "drop-new" and deeper:
             known = pa.concat_tables([self.reader.read_keys(split, meta) for meta in deeper])
             merged = (_without_keys(chunk, known, self.keys) for chunk in merged)
-        write_coalesced(writer, merged, self.layout.to_file)
+        write_coalesced(writer, merged, self.layout.to_file, group_bytes=min(ROW_GROUP_BYTES, self.memory_budget))
         if written_keys:
             keys = pa.concat_tables(written_keys)
             for meta in deeper:
@@ -159,8 +166,9 @@ class MergeTreeRewriter(_TableFiles):
 
     def _merge_section(self, split: DataSplit, section: list[DataFileMeta]) -> Iterator[pa.Table]:
         runs = section_runs(section, self.bounds)
-        streams = [itertools.chain.from_iterable(self.reader.iter_key_values(split, meta) for meta in run)
-                   for run in runs]
+        share = max(_MIN_CHUNK_BYTES, self.memory_budget // (2 * len(runs)))
+        streams = [itertools.chain.from_iterable(self.reader.iter_key_values(split, meta, batch_bytes=share)
+                                                 for meta in run) for run in runs]
         if len(streams) == 1:
             return streams[0]  # one run holds each key once: nothing to merge
         options = self.options

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import pyarrow as pa
@@ -28,7 +29,7 @@ from paimon_core.merge.sort import merge_permutation
 from paimon_core.options import TableOptions
 from paimon_core.read.predicate import Junction, Predicate
 from paimon_core.read.scan import DataSplit
-from paimon_core.read.split_read import SplitReader
+from paimon_core.read.split_read import READ_THREADS, SplitReader
 from paimon_core.schema import TableSchema
 
 
@@ -59,9 +60,20 @@ class MergeSplitReader(SplitReader):
         self.key_filter = key_conjuncts(self.predicate, set(self.keys) | set(schema.partition_keys))
 
     def read_splits(self, splits: Sequence[DataSplit]) -> Iterator[pa.Table]:
-        for split in splits:
-            for section in sections(split.files, self.bounds):
+        """Merged sections in order; a few are read and merged at a time in parallel."""
+        work = [(split, section) for split in splits for section in sections(split.files, self.bounds)]
+        if len(work) <= 1:
+            for split, section in work:
                 yield self._finish(self.read_section(split, section))
+            return
+        with ThreadPoolExecutor(READ_THREADS) as pool:
+            window: list[Future[pa.Table]] = []
+            for split, section in work:
+                window.append(pool.submit(self.read_section, split, section))
+                if len(window) > READ_THREADS:
+                    yield self._finish(window.pop(0).result())
+            for future in window:
+                yield self._finish(future.result())
 
     def iter_batches(self, splits: Sequence[DataSplit], batch_size: int = 65536) -> Iterator[pa.RecordBatch]:
         for table in self.read_splits(splits):
@@ -69,6 +81,8 @@ class MergeSplitReader(SplitReader):
 
     def read_section(self, split: DataSplit, section: Sequence[DataFileMeta]) -> pa.Table:
         """Merged rows of one section (memory layout without system columns), retractions dropped."""
+        if len(section) == 1 and section[0].level > 0 and section[0].delete_row_count == 0:
+            return self.read_values(split, section[0])  # compacted, no retractions: nothing to merge
         ordered = sorted(section, key=lambda m: (m.min_sequence_number, m.max_sequence_number))
         # Files whose sequence ranges do not overlap, concatenated oldest first, hold every key's
         # versions in sequence order: a stable sort on the key alone then gives merge order.
@@ -83,7 +97,21 @@ class MergeSplitReader(SplitReader):
             merged = self.engine.merge_unsorted(combined, order, self.keys)
         kinds = merged.column(VALUE_KIND)
         alive = pc.invert(pc.or_(pc.equal(kinds, UPDATE_BEFORE), pc.equal(kinds, DELETE)))
-        return merged.filter(alive).drop_columns([SEQUENCE_NUMBER, VALUE_KIND])
+        if not pc.all(alive).as_py():
+            merged = merged.filter(alive)
+        return merged.drop_columns([SEQUENCE_NUMBER, VALUE_KIND])
+
+    def read_values(self, split: DataSplit, meta: DataFileMeta) -> pa.Table:
+        """A file's rows without system columns (for files that need no merge)."""
+        path = self.file_path(split, meta)
+        file_fields = self._file_fields(meta)
+        deletion = split.deletion_files.get(meta.file_name)
+        pushed = self.key_filter if deletion is None and path.endswith(".parquet") else None
+        data, rows = self._read_physical(path, [f.name for f in file_fields.values()], pushed)
+        values = self._to_read_schema(data, file_fields, rows)
+        if deletion is not None:
+            values = values.filter(self._keep_mask(deletion, 0, values.num_rows))
+        return values
 
     def read_key_values(self, split: DataSplit, meta: DataFileMeta) -> pa.Table:
         """One file's rows in the read schema plus its system columns, deletion vector applied."""
@@ -99,14 +127,14 @@ class MergeSplitReader(SplitReader):
             table = table.filter(self._keep_mask(deletion, 0, table.num_rows))
         return table
 
-    def iter_key_values(self, split: DataSplit, meta: DataFileMeta,
-                        batch_size: int = 262144) -> Iterator[pa.Table]:
-        """:meth:`read_key_values` in chunks of at most ``batch_size`` rows (for compaction)."""
+    def iter_key_values(self, split: DataSplit, meta: DataFileMeta, *, batch_size: int = 262144,
+                        batch_bytes: int | None = None) -> Iterator[pa.Table]:
+        """:meth:`read_key_values` in chunks of ``batch_size`` rows or about ``batch_bytes`` (compaction)."""
         path = self.file_path(split, meta)
         file_fields = self._file_fields(meta)
         deletion = split.deletion_files.get(meta.file_name)
         offset = 0
-        for batch in self._stream_physical(path, _physical(file_fields), batch_size):
+        for batch in self._stream_physical(path, _physical(file_fields), batch_size, batch_bytes):
             table = self._with_system_columns(pa.Table.from_batches([batch]), file_fields, batch.num_rows)
             if deletion is not None:
                 table = table.filter(self._keep_mask(deletion, offset, batch.num_rows))

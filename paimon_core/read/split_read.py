@@ -29,7 +29,7 @@ from paimon_core.schema import TableSchema
 from paimon_core.schema_store import SchemaStore
 from paimon_core.types import DataField, arrow_schema, to_arrow_type
 
-_READ_THREADS = 4
+READ_THREADS = 4
 
 
 class SplitReader:
@@ -69,11 +69,11 @@ class SplitReader:
             for split, meta in tasks:
                 yield self.read_file(split, meta)
             return
-        with ThreadPoolExecutor(_READ_THREADS) as pool:
+        with ThreadPoolExecutor(READ_THREADS) as pool:
             window = []
             for split, meta in tasks:
                 window.append(pool.submit(self.read_file, split, meta))
-                if len(window) > _READ_THREADS:
+                if len(window) > READ_THREADS:
                     yield window.pop(0).result()
             for future in window:
                 yield future.result()
@@ -109,11 +109,12 @@ class SplitReader:
         except FileNotFoundError:
             raise CorruptMetadataError(f"data file {path} of table {self.table} is missing") from None
 
-    def _stream_physical(self, path: str, columns: list[str], batch_size: int) -> Iterator[pa.RecordBatch]:
-        """A file's columns in record batches of at most ``batch_size`` rows."""
+    def _stream_physical(self, path: str, columns: list[str], batch_size: int,
+                         batch_bytes: int | None = None) -> Iterator[pa.RecordBatch]:
+        """A file's columns in record batches of at most ``batch_size`` rows (or about ``batch_bytes``)."""
         try:
             with self.file_io.open_input(path) as source:
-                yield from _iter_batches(source, path, columns, batch_size)
+                yield from _iter_batches(source, path, columns, batch_size, batch_bytes)
         except FileNotFoundError:
             raise CorruptMetadataError(f"data file {path} of table {self.table} is missing") from None
 
@@ -240,11 +241,16 @@ def read_all(source: pa.NativeFile, path: str, columns: list[str]) -> tuple[pa.T
     raise CorruptMetadataError(f"data file {path} has an unsupported format {fmt!r}")
 
 
-def _iter_batches(source: pa.NativeFile, path: str, columns: list[str],
-                  batch_size: int) -> Iterator[pa.RecordBatch]:
+def _iter_batches(source: pa.NativeFile, path: str, columns: list[str], batch_size: int,
+                  batch_bytes: int | None = None) -> Iterator[pa.RecordBatch]:
     fmt = _format_of(path)
     if fmt == "parquet":
-        yield from pq.ParquetFile(source).iter_batches(batch_size=batch_size, columns=columns)
+        parquet = pq.ParquetFile(source)
+        if batch_bytes is not None:  # rows per batch from the decoded size the footer records
+            meta = parquet.metadata
+            decoded = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+            batch_size = max(1024, int(batch_bytes / max(decoded / max(meta.num_rows, 1), 1.0)))
+        yield from parquet.iter_batches(batch_size=batch_size, columns=columns)
     elif fmt == "orc":
         reader = orc.ORCFile(source)
         for stripe in range(reader.nstripes):

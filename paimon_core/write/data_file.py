@@ -233,7 +233,7 @@ ROW_GROUP_BYTES = 64 * 1024 * 1024
 
 
 def write_coalesced(writer: RollingFileWriter, chunks: Iterable[pa.Table],
-                    to_file: Callable[[pa.Table], pa.Table] = lambda t: t) -> int:
+                    to_file: Callable[[pa.Table], pa.Table] = lambda t: t, group_bytes: int = ROW_GROUP_BYTES) -> int:
     """Write chunks gathered into larger row groups (small merged chunks make slow files).
 
     Returns the number of rows written.
@@ -246,7 +246,7 @@ def write_coalesced(writer: RollingFileWriter, chunks: Iterable[pa.Table],
         pending.append(chunk)
         size += chunk.nbytes
         rows += chunk.num_rows
-        if size >= ROW_GROUP_BYTES:
+        if size >= group_bytes:
             writer.write(to_file(pa.concat_tables(pending)))
             pending, size = [], 0
     if pending:
