@@ -26,6 +26,7 @@ from paimon_core.manifest import FILE_SOURCE_COMPACT, DataFileMeta
 from paimon_core.merge import engine_for
 from paimon_core.merge.sorted_runs import merge_sorted_runs
 from paimon_core.options import TableOptions
+from paimon_core.prefetch import prefetched
 from paimon_core.read.merge_read import MergeSplitReader, key_bounds
 from paimon_core.read.scan import DataSplit, DeletionFile
 from paimon_core.read.split_read import SplitReader
@@ -199,7 +200,7 @@ class AppendRewriter(_TableFiles):
                     content=lambda counter=counter: AppendContent(counter), level=0, primary_key=False))
                 split = replace(self.split(partition, bucket), files=tuple(files))
                 batches = self.reader.iter_batches([split], batch_size=262144)
-                write_coalesced(writer, (pa.Table.from_batches([b]) for b in batches))
+                write_coalesced(writer, prefetched(pa.Table.from_batches([b]) for b in batches))
                 before += files
                 after += writer.close()
         except BaseException:
