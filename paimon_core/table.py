@@ -145,7 +145,8 @@ class Table:
         """Compact the selected partitions/buckets (default all) as one COMPACT snapshot.
 
         Args:
-            partitions: a ``{column: value}`` spec, or several; default every partition.
+            partitions: a ``{column: value}`` spec or a partition path as :meth:`lsm_state`
+                reports it (``"dt=2024-01-01"``), or several; default every partition.
             buckets: bucket numbers to compact; default every bucket.
             full: rewrite each bucket into one sorted run at the max level (append tables:
                 every small file) instead of doing only what the picker asks for now.

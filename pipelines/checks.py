@@ -1,9 +1,14 @@
-"""Data-quality checks on the logs.events and shop.orders partitions, cheap enough to run after every write."""
+"""Checks on the Paimon tables, cheap enough to run after every write.
+
+Data quality per partition (logs.events, shop.orders), and the LSM shape of every compacted
+table (level 0 under the stop-trigger, few small files), from manifests only.
+"""
 
 # No `from __future__ import annotations`: Dagster reads the context and resource annotations
 # of decorated functions as real types when the decorator runs.
 
 import warnings
+from collections.abc import Iterator
 
 import dagster as dg
 import pyarrow as pa
@@ -11,6 +16,7 @@ import pyarrow.compute as pac
 
 from pipelines.assets import log_events
 from pipelines.log_events import PARTITION_COLUMN, TABLE
+from pipelines.lsm import COMPACTED_TABLES, LEVEL0_CHECK, SMALL_FILES_CHECK, CompactedTable, check_outcomes
 from pipelines.order_assets import shop_orders
 from pipelines.orders import ORDER_STATUSES, ORDERS_TABLE
 from pipelines.partitions import daily_partitions
@@ -81,3 +87,34 @@ with warnings.catch_warnings():
                 "orders_by_status": {str(r["status"]): r["status_count"] for r in by_status.to_pylist()},
             },
         )
+
+
+def lsm_checks(spec: CompactedTable) -> dg.AssetChecksDefinition:
+    """Both LSM checks of one compacted table, from one manifest read.
+
+    Not partitioned: they judge the whole table's latest snapshot, so they run after every
+    ingestion of the asset (any partition), and the compaction job records them again after it
+    committed, so the asset shows whether compaction keeps up.
+    """
+    specs = [
+        dg.AssetCheckSpec(LEVEL0_CHECK, asset=spec.asset_key, blocking=False,
+                          description=f"Every bucket of {spec.table} has fewer level-0 files than the "
+                          "stop-trigger (num-sorted-run.stop-trigger, default compaction trigger + 3): "
+                          "WARN when one reaches it, ERROR at twice it."),
+        dg.AssetCheckSpec(SMALL_FILES_CHECK, asset=spec.asset_key, blocking=False,
+                          description=f"No bucket of {spec.table} holds compaction.min.file-num or more "
+                          "small files above level 0 (append tables: twice that in all); the table-wide "
+                          "small-file ratio is in the metadata."),
+    ]
+
+    @dg.multi_asset_check(specs=specs, name=f"{spec.name}_lsm_checks",
+                          description=f"LSM shape of {spec.table} (manifests only).")
+    def _checks(catalog: PaimonCatalogResource) -> Iterator[dg.AssetCheckResult]:
+        table = catalog.table(spec.table)
+        for outcome in check_outcomes(table):
+            yield outcome.result(spec.asset_key)
+
+    return _checks
+
+
+lsm_asset_checks = [lsm_checks(spec) for spec in COMPACTED_TABLES]

@@ -1,4 +1,4 @@
-"""The code location ``paimon``: every asset, check, job, schedule and resource, in one ``defs``.
+"""The code location ``paimon``: every asset, check, job, schedule, sensor and resource, in one ``defs``.
 
 Load it with ``dagster dev -w workspace.yaml``. The warehouse is ``$PAIMON_WAREHOUSE`` (a path
 or fsspec URL), defaulting to ``warehouse/`` at the repository root.
@@ -13,10 +13,12 @@ from typing import Any
 import dagster as dg
 
 from pipelines.assets import IO_MANAGER_KEY, log_events
-from pipelines.checks import log_events_partition_valid, orders_partition_valid
+from pipelines.checks import log_events_partition_valid, lsm_asset_checks, orders_partition_valid
+from pipelines.compaction import paimon_compaction_job, paimon_full_compaction_job
 from pipelines.jobs import ingest_log_events_job, ingest_orders_job
 from pipelines.order_assets import shop_orders, user_order_totals
 from pipelines.schedules import ingest_log_events_daily, ingest_orders_daily
+from pipelines.sensors import compaction_sensors
 from resources import LogEventSource, OrderEventSource, PaimonCatalogResource, PaimonTableIOManager
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -51,8 +53,9 @@ def build_resources(*, warehouse: str | None = None, log_source: LogEventSource 
 
 defs = dg.Definitions(
     assets=[log_events, shop_orders, user_order_totals],
-    asset_checks=[log_events_partition_valid, orders_partition_valid],
-    jobs=[ingest_log_events_job, ingest_orders_job],
+    asset_checks=[log_events_partition_valid, orders_partition_valid, *lsm_asset_checks],
+    jobs=[ingest_log_events_job, ingest_orders_job, paimon_compaction_job, paimon_full_compaction_job],
     schedules=[ingest_log_events_daily, ingest_orders_daily],
+    sensors=compaction_sensors,
     resources=build_resources(),
 )

@@ -1,4 +1,4 @@
-"""``make demo``: ingest a few days of log events and of order changes through Dagster, re-run a day, query.
+"""``make demo``: ingest a few days of log events and of order changes through Dagster, re-run a day, query, compact.
 
 Run as ``python -m pipelines.demo [--days N] [--order-days N] [--start YYYY-MM-DD]``. Runs go into the Dagster
 instance at ``$DAGSTER_HOME`` (default ``.dagster_home/`` at the repo root, seeded from
@@ -23,9 +23,12 @@ import pyarrow as pa
 import pyarrow.compute as pac
 
 import paimon_core as pc
+from paimon_core.compaction.state import LsmState
 from pipelines.assets import RUN_TAGS
+from pipelines.compaction import COMPACTION_JOB
 from pipelines.definitions import REPO_ROOT, defs
 from pipelines.log_events import PARTITION_COLUMN, TABLE
+from pipelines.lsm import COMPACTION_TAG, check_outcomes, format_state
 from pipelines.order_assets import ORDERS_KEY, ORDERS_RUN_TAGS, USER_ORDER_TOTALS_KEY
 from pipelines.orders import ORDERS_TABLE, TOTALS_TABLE, order_batches
 from pipelines.partitions import START_DATE
@@ -49,6 +52,9 @@ def ensure_dagster_home() -> Path:
     config = home / "dagster.yaml"
     if not config.exists():
         shutil.copyfile(DAGSTER_HOME_TEMPLATE, config)
+    elif COMPACTION_TAG not in config.read_text():
+        print(f"Note: {config} predates the compaction jobs (no run limit on {COMPACTION_TAG}); kept as it "
+              f"is. Copy {DAGSTER_HOME_TEMPLATE} over it (or delete it) to get the current settings.\n")
     os.environ["DAGSTER_HOME"] = str(home)
     return home
 
@@ -76,12 +82,17 @@ def plain_metadata(result: dg.ExecuteInProcessResult, key: dg.AssetKey) -> dict[
     return {name: getattr(value, "value", value) for name, value in metadata.items()}
 
 
+def data_check_verdict(result: dg.ExecuteInProcessResult) -> str:
+    """The partition's data-quality check (the LSM checks are shown with the compaction)."""
+    checks = [c for c in result.get_asset_check_evaluations() if c.check_name.endswith("_partition_valid")]
+    return "check passed" if checks and all(c.passed for c in checks) else "CHECK FAILED"
+
+
 def describe_run(result: dg.ExecuteInProcessResult) -> str:
     """``snapshot 3 (OVERWRITE), 20,000 rows, 1 file(s), check passed``."""
     event = result.get_asset_materialization_events()[0]
     metadata = event.step_materialization_data.materialization.metadata
-    checks = result.get_asset_check_evaluations()
-    verdict = "check passed" if checks and all(c.passed for c in checks) else "CHECK FAILED"
+    verdict = data_check_verdict(result)
     return (f"snapshot {metadata['snapshot_id'].value} ({metadata['commit_kind'].value}), "
             f"{metadata['rows_written'].value:,} rows, {metadata['files'].value} file(s), {verdict}")
 
@@ -117,13 +128,12 @@ def print_errors(table: pc.Table, day: str) -> None:
 
 
 def describe_orders_run(result: dg.ExecuteInProcessResult) -> str:
-    """``orders snapshot 2 (APPEND): 7,191 changes (+I 2,000 ...) -> 1,845 live, check passed; ...``."""
+    """``orders snapshot 6 (APPEND): 7,191 changes in 5 commits (+I 2,000 ...) -> 1,845 live, check passed; ...``."""
     orders = plain_metadata(result, ORDERS_KEY)
     totals = plain_metadata(result, USER_ORDER_TOTALS_KEY)
-    checks = result.get_asset_check_evaluations()
-    verdict = "check passed" if checks and all(c.passed for c in checks) else "CHECK FAILED"
+    verdict = data_check_verdict(result)
     return (f"orders snapshot {orders['snapshot_id']} ({orders['commit_kind']}): "
-            f"{orders['rows_written']:,} changes (+I {orders['cdc_inserts']:,}, -U/+U "
+            f"{orders['rows_written']:,} changes in {orders['commits']} commits (+I {orders['cdc_inserts']:,}, -U/+U "
             f"{orders['cdc_update_afters']:,}, -D {orders['cdc_deletes']:,}) -> "
             f"{orders['live_orders']:,} live, {verdict}; totals snapshot {totals['snapshot_id']} "
             f"({totals['commit_kind']}): {totals['users']:,} users")
@@ -196,6 +206,68 @@ def run_orders(instance: dg.DagsterInstance, catalog: PaimonCatalogResource, day
     print_order(orders, changes, again, most_changed(changes, deleted=False), label="updated")
     print_order(orders, changes, again, most_changed(changes, deleted=True), label="cancelled")
     print_top_users(catalog.table(TOTALS_TABLE), again)
+    run_compaction(instance, catalog)
+
+
+# ---- compaction -----------------------------------------------------------------------------
+
+
+def timed_read(table: pc.Table) -> tuple[int, float]:
+    """Rows of a full merged read and the best of three read times, in milliseconds."""
+    best, rows = float("inf"), 0
+    for _ in range(3):
+        started = time.perf_counter()
+        rows = table.read().num_rows
+        best = min(best, time.perf_counter() - started)
+    return rows, best * 1000
+
+
+def print_checks(table: pc.Table, state: LsmState) -> None:
+    for outcome in check_outcomes(table, state):
+        verdict = "passed" if outcome.passed else f"FAILED ({outcome.severity.value})"
+        print(f"  check {outcome.name}: {verdict}: {outcome.description}")
+
+
+def run_compaction(instance: dg.DagsterInstance, catalog: PaimonCatalogResource) -> None:
+    """Evaluate the compaction sensor of shop.orders as the daemon would, run what it requests, show the LSM."""
+    orders = catalog.table(ORDERS_TABLE)
+    before = orders.lsm_state()
+    partitions = sorted({b.partition for b in before.buckets})
+    rows_before, read_before = timed_read(orders)
+    print(f"\nLSM shape of {ORDERS_TABLE} before compaction (snapshot {before.snapshot_id}; write-only, so every "
+          f"commit added a level-0 file per bucket;\ncompaction trigger "
+          f"{orders.options.sorted_run_compaction_trigger}, stop-trigger {before.stop_trigger}):")
+    print(format_state(before))
+    print_checks(orders, before)
+    sensor = defs.resolve_sensor_def(f"compact_{ORDERS_TABLE.replace('.', '_')}_sensor")
+    tick = sensor.evaluate_tick(dg.build_sensor_context(instance=instance, definitions=defs,
+                                                        resources={"catalog": catalog}))
+    if not tick.run_requests:
+        print(f"\nSensor {sensor.name}: skipped: {tick.skip_message}")
+        return
+    [request] = tick.run_requests
+    config = request.run_config["ops"]["plan_compaction"]["config"]
+    print(f"\nSensor {sensor.name} (cursor -> {tick.cursor}) requests run {request.run_key!r} of "
+          f"{COMPACTION_JOB}:\n  partitions {config['partitions']}, tags {dict(request.tags)}")
+    started = time.monotonic()
+    job = defs.resolve_job_def(COMPACTION_JOB)
+    result = job.execute_in_process(run_config={**request.run_config, **QUIET_RUN_CONFIG}, instance=instance,
+                                    tags=request.tags)
+    report = result.output_for_node("report_compaction")
+    print(f"  run {result.run_id[:8]} {'succeeded' if result.success else 'FAILED'} in "
+          f"{time.monotonic() - started:.1f}s: {report['partitions_compacted']} COMPACT snapshot(s) "
+          f"{report['snapshots']}, {report['files_in']} files ({report['bytes_in']:,} bytes) -> "
+          f"{report['files_out']} files ({report['bytes_out']:,} bytes)")
+    after = orders.lsm_state()
+    rows_after, read_after = timed_read(orders)
+    print(f"\nLSM shape of {ORDERS_TABLE} after compaction (snapshot {after.snapshot_id}):")
+    print(format_state(after, partitions=partitions))
+    print_checks(orders, after)
+    print(f"  full read: {rows_before:,} rows in {read_before:.1f} ms before, {rows_after:,} rows in "
+          f"{read_after:.1f} ms after ({'same rows' if rows_before == rows_after else 'ROWS DIFFER'})")
+    again = sensor.evaluate_tick(dg.build_sensor_context(instance=instance, definitions=defs, cursor=tick.cursor,
+                                                         resources={"catalog": catalog}))
+    print(f"Sensor {sensor.name} again: {again.skip_message or again.run_requests}")
 
 
 def run(days: Sequence[str], order_days: Sequence[str] = ()) -> None:

@@ -1,9 +1,11 @@
 """The ``shop`` assets: a CDC-fed primary-key table and an aggregation table derived from it.
 
 ``shop/orders`` (graph-backed, op ``ingest_orders``) applies one day's change stream to the
-deduplicate primary-key table ``shop.orders`` in a single APPEND commit. Applying the same
-stream twice yields the same table (the newest change of each key wins, its -D rows remove the
-same keys again), so re-running a day needs no overwrite.
+deduplicate primary-key table ``shop.orders`` as APPEND commits of ``commit_every_rows``
+changes each (one per checkpoint, as a streaming CDC sink commits). Applying the same stream
+twice yields the same table (the newest change of each key wins, its -D rows remove the same
+keys again), so re-running a day needs no overwrite. The table is write-only: the level-0
+files the commits add are folded by the dedicated compaction job (``pipelines.compaction``).
 
 ``shop/user_order_totals`` recomputes one day of the aggregation table
 ``shop.user_order_totals`` from the live orders of that day: one contribution row per order,
@@ -56,24 +58,38 @@ ORDERS_RUN_TAGS = {TABLE_TAG: ORDERS_TABLE}
 # Names of the change kinds in the materialization metadata.
 KIND_METADATA = {"+I": "cdc_inserts", "-U": "cdc_update_befores", "+U": "cdc_update_afters",
                  "-D": "cdc_deletes"}
+# Snapshot properties of a day's commits: which chunk of the day's stream, and whether it was the last.
+CHUNK_PROPERTY = "dagster.chunk"
+FINAL_CHUNK_PROPERTY = "dagster.final_chunk"
 
 
 @dataclass(frozen=True, slots=True)
 class AppliedChanges:
-    """What applying a day's change stream did: the commit receipt and the rows per kind.
+    """What applying a day's change stream did: the last commit's receipt and the rows per kind.
 
-    ``reused`` is true when a retried step found its commit already landed; it then wrote
-    nothing and knows no counts (the stream was not read again).
+    ``reused`` is true when a retried step found commits of its run already landed: it then
+    skipped their changes (counted in neither ``kinds`` nor ``rows_written``); when the whole
+    day had landed, the stream was not read at all. ``commits`` counts the commits made now.
     """
 
     receipt: PaimonWrite
     kinds: dict[str, int] = field(default_factory=dict)
     reused: bool = False
+    commits: int = 0
 
 
 def commit_user(run_id: str) -> str:
     """The run is the writer: (run, day) names one commit, so a retried step can find it."""
     return f"dagster-{run_id}"
+
+
+def chunk_user(run_id: str, chunk: int) -> str:
+    """The commit user of a day's ``chunk``-th commit (the first keeps the run's own user).
+
+    Each commit of a day gets its own user with the day as identifier, so a single-commit day
+    looks exactly as before and a retried step finds every chunk that landed.
+    """
+    return commit_user(run_id) if chunk == 0 else f"{commit_user(run_id)}-{chunk}"
 
 
 def count_kinds(batches: Iterable[pa.RecordBatch], counts: Counter[str]) -> Iterator[pa.RecordBatch]:
@@ -84,34 +100,88 @@ def count_kinds(batches: Iterable[pa.RecordBatch], counts: Counter[str]) -> Iter
         yield batch
 
 
-def apply_day(table: pc.Table, batches: Iterable[pa.RecordBatch], *, day: str, run_id: str) -> AppliedChanges:
-    """Stream one day's changes into ``table`` as one APPEND commit (row kinds from ``op``).
+def chunked(batches: Iterable[pa.RecordBatch], rows_per_chunk: int) -> Iterator[tuple[int, pa.RecordBatch]]:
+    """``(chunk, slice)`` pairs: the stream cut into chunks of exactly ``rows_per_chunk`` rows.
 
-    The commit is looked up before ``batches`` is touched, so a step retried after its commit
-    landed neither regenerates nor re-reads the day.
+    Slices never straddle a chunk boundary; 0 keeps the whole stream in chunk 0. The cut
+    depends only on row positions, so re-reading the same stream gives the same chunks.
+    """
+    position = 0
+    for batch in batches:
+        offset = 0
+        while offset < batch.num_rows:
+            chunk = position // rows_per_chunk if rows_per_chunk else 0
+            room = (chunk + 1) * rows_per_chunk - position if rows_per_chunk else batch.num_rows
+            piece = batch.slice(offset, min(room, batch.num_rows - offset))
+            yield chunk, piece
+            offset += piece.num_rows
+            position += piece.num_rows
+
+
+def landed_chunks(table: pc.Table, *, day: str, run_id: str) -> tuple[int, int | None, bool]:
+    """How many leading chunks of ``day`` this run already committed, the last one's snapshot,
+    and whether that one was the day's final chunk."""
+    identifier, chunk, snapshot_id = commit_identifier(day), 0, None
+    while (landed := table.find_commit(chunk_user(run_id, chunk), identifier)) is not None:
+        snapshot_id = landed
+        chunk += 1
+        properties = table.snapshot(landed).properties or {}
+        if properties.get(FINAL_CHUNK_PROPERTY, "true") == "true":
+            return chunk, snapshot_id, True
+    return chunk, snapshot_id, False
+
+
+def apply_day(table: pc.Table, batches: Iterable[pa.RecordBatch], *, day: str, run_id: str,
+              commit_every_rows: int = 0) -> AppliedChanges:
+    """Stream one day's changes into ``table`` as APPEND commits (row kinds from ``op``).
+
+    With ``commit_every_rows`` > 0 the writer commits after every that many changes, as a
+    streaming CDC sink commits at each checkpoint; each commit adds one level-0 sorted run to
+    every bucket it touches, which the compaction sensor later folds (the table is write-only).
+    0 applies the whole day in one commit.
+
+    The run's commits are looked up before ``batches`` is touched, so a step retried after the
+    day landed neither regenerates nor re-reads it, and one retried after some chunks landed
+    skips their changes and continues with the next chunk.
 
     Raises:
         SourceDataError: the stream was empty; nothing is committed.
     """
-    user, identifier = commit_user(run_id), commit_identifier(day)
+    if commit_every_rows < 0:
+        raise ValueError(f"commit_every_rows must be >= 0, got {commit_every_rows}")
+    identifier = commit_identifier(day)
     partition = {PARTITION_COLUMN: day}
-    landed = table.find_commit(user, identifier)
-    if landed is not None:
-        log.info("%s changes of %s were already committed by this run as snapshot %d; not applying "
+    done, landed, final = landed_chunks(table, day=day, run_id=run_id)
+    if final:
+        assert landed is not None
+        log.info("%s changes of %s were already committed by this run (last as snapshot %d); not applying "
                  "them again", table.name, day, landed)
         return AppliedChanges(PaimonWrite(table.name, landed, 0, partition), reused=True)
     counts: Counter[str] = Counter()
     properties = {"dagster.run_id": run_id, "dagster.partition": day,
                   "dagster.asset_key": ORDERS_KEY.to_user_string()}
-    with table.new_write(commit_user=user, commit_identifier=identifier, properties=properties) as writer:
-        writer.write(count_kinds(batches, counts))
-        if writer.rows_written == 0:
-            raise SourceDataError(f"the source produced no changes for {day}; {table.name} is unchanged")
-        snapshot_id = writer.commit()
-        rows = writer.rows_written
-    log.info("applied %d changes of %s to %s as snapshot %s", rows, day, table.name, snapshot_id)
+    pieces = ((chunk, piece) for chunk, piece in chunked(batches, commit_every_rows) if chunk >= done)
+    snapshot_id, rows, commits = landed, 0, 0
+    current = next(pieces, None)
+    if current is None and not done:
+        raise SourceDataError(f"the source produced no changes for {day}; {table.name} is unchanged")
+    while current is not None:
+        chunk = current[0]
+        with table.new_write(commit_user=chunk_user(run_id, chunk), commit_identifier=identifier,
+                             properties=properties) as writer:
+            while current is not None and current[0] == chunk:
+                writer.write(count_kinds([current[1]], counts))
+                current = next(pieces, None)
+            last = current is None
+            snapshot_id = writer.commit(properties={CHUNK_PROPERTY: str(chunk),
+                                                    FINAL_CHUNK_PROPERTY: str(last).lower()})
+            rows += writer.rows_written
+            commits += 1
+    log.info("applied %d changes of %s to %s in %d commit(s), the last as snapshot %s", rows, day, table.name,
+             commits, snapshot_id)
     return AppliedChanges(PaimonWrite(table.name, snapshot_id, rows, partition),
-                          kinds={kind: counts.get(kind, 0) for kind in CDC_KINDS})
+                          kinds={kind: counts.get(kind, 0) for kind in CDC_KINDS}, reused=done > 0,
+                          commits=commits)
 
 
 def replace_partition(table: pc.Table, data: pa.Table, *, day: str, run_id: str,
@@ -134,9 +204,10 @@ def replace_partition(table: pc.Table, data: pa.Table, *, day: str, run_id: str,
 
 
 def changes_metadata(applied: AppliedChanges) -> dict[str, int | bool]:
-    """Rows per change kind (plottable per partition in the UI) and whether the commit was reused."""
+    """Rows per change kind (plottable per partition in the UI), the commits made and whether
+    commits of an earlier attempt were reused."""
     return {**{KIND_METADATA[kind]: applied.kinds.get(kind, 0) for kind in CDC_KINDS},
-            "reused_commit": applied.reused}
+            "commits": applied.commits, "reused_commit": applied.reused}
 
 
 @dg.op(
@@ -146,12 +217,14 @@ def changes_metadata(applied: AppliedChanges) -> dict[str, int | bool]:
 )
 def ingest_orders(context: dg.OpExecutionContext, catalog: PaimonCatalogResource,
                   order_source: OrderEventSource) -> dg.Output[PaimonWrite]:
-    """Apply one day of order changes (+I/-U/+U/-D) to shop.orders in one APPEND commit."""
+    """Apply one day of order changes (+I/-U/+U/-D) to shop.orders as APPEND commits of
+    ``commit_every_rows`` changes each (the source's setting; 0: one commit)."""
     day = context.partition_key
     check_run_tag(context, ORDERS_TABLE, ORDERS_JOB)
     table = catalog.ensure_table(ORDERS_TABLE, schema=ORDERS_SCHEMA, partition_keys=[PARTITION_COLUMN],
                                  primary_keys=ORDERS_PRIMARY_KEY, options=ORDERS_OPTIONS)
-    applied = apply_day(table, order_batches(order_source, day), day=day, run_id=context.run_id)
+    applied = apply_day(table, order_batches(order_source, day), day=day, run_id=context.run_id,
+                        commit_every_rows=order_source.commit_every_rows)
     receipt = applied.receipt
     metadata = write_metadata(table, snapshot_id=receipt.snapshot_id, partition=receipt.partition,
                               rows_written=receipt.rows_written)

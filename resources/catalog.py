@@ -10,8 +10,14 @@ import pyarrow as pa
 from pydantic import Field
 
 import paimon_core as pc
+from paimon_core.errors import CommitConflictError
 
 log = logging.getLogger(__name__)
+
+# Options ensure_table brings an existing table in line with: they only say who maintains the
+# table, never how its data is laid out, so changing them on a live table is safe. A warehouse
+# created before the pipelines made their tables write-only thus converts on the next run.
+RECONCILED_OPTIONS = ("write-only",)
 
 
 class PaimonCatalogResource(dg.ConfigurableResource):
@@ -50,5 +56,37 @@ class PaimonCatalogResource(dg.ConfigurableResource):
         """
         catalog = self.catalog()
         catalog.create_database(identifier.split(".", 1)[0], exist_ok=True)
-        return catalog.create_table(identifier, schema=schema, partition_keys=partition_keys,
-                                    primary_keys=primary_keys, options=options, exist_ok=True)
+        table = catalog.create_table(identifier, schema=schema, partition_keys=partition_keys,
+                                     primary_keys=primary_keys, options=options, exist_ok=True)
+        return reconcile_options(table, options or {})
+
+
+def reconcile_options(table: pc.Table, wanted: dict[str, str]) -> pc.Table:
+    """Set the ``RECONCILED_OPTIONS`` of an existing table to ``wanted``; warn about other differences.
+
+    Other options (bucket, merge engine, ...) decide how existing files are laid out or merged,
+    so a table created with other values keeps them: the warning names them, nothing changes.
+    """
+    for attempt in range(3):
+        current = dict(table.schema.options)
+        changes = [pc.SetOption(key, wanted[key]) for key in RECONCILED_OPTIONS
+                   if key in wanted and current.get(key) != wanted[key]]
+        if not changes:
+            break
+        try:
+            table.alter(changes)
+        except CommitConflictError:  # another run evolved the schema at the same time: look again
+            if attempt == 2:
+                raise
+            continue
+        log.warning("table %s: set %s (was %s)", table.name,
+                    ", ".join(f"{c.key}={c.value}" for c in changes),
+                    ", ".join(f"{c.key}={current.get(c.key, '(unset)')}" for c in changes))
+        break
+    current = dict(table.schema.options)
+    differing = {key: (current.get(key), value) for key, value in wanted.items()
+                 if key not in RECONCILED_OPTIONS and current.get(key) != value}
+    if differing:
+        log.warning("table %s exists with other options than the pipeline asks for; keeping them: %s",
+                    table.name, ", ".join(f"{k}={have!r} (wanted {want!r})" for k, (have, want) in differing.items()))
+    return table

@@ -31,6 +31,14 @@ class OrderEventSource(DailySource):
         description="Orders created per daily partition in synthetic mode (their change events "
         "are about 3.6 times as many rows).",
     )
+    commit_every_rows: int = Field(
+        default=1_500,
+        ge=0,
+        description="Changes per commit, like a streaming CDC sink committing at each checkpoint: "
+        "a day of about 7,000 changes lands as 5 APPEND commits, each adding one level-0 file "
+        "to every bucket it touches, which the compaction sensor then folds (shop.orders is "
+        "write-only). 0 applies a whole day in one commit.",
+    )
     batch_size: int = Field(
         default=65_536,
         ge=1,

@@ -41,7 +41,8 @@ log = logging.getLogger(__name__)
 _THREADS = max(1, min(4, os.cpu_count() or 1))
 COMPACTION_PROPERTY = "paimon-dagster.compaction"  # "full" or "auto", stored in COMPACT snapshots
 
-PartitionSpec = Mapping[str, Any]
+# ``{column: value}``, or a partition path as lsm_state reports it (``dt=2024-01-01``)
+PartitionSpec = Mapping[str, Any] | str
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,15 +64,11 @@ class BucketCompaction:
     level_files_after: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class CompactionResult:
-    """The outcome of :meth:`Table.compact`; ``snapshot_id`` is None when nothing needed compacting."""
+class BucketTotals:
+    """Totals over ``buckets``, for every result that carries per-bucket compactions."""
 
-    table: str
-    snapshot_id: int | None
-    full: bool
+    __slots__ = ()
     buckets: tuple[BucketCompaction, ...]
-    duration_s: float
 
     @property
     def files_in(self) -> int:
@@ -96,6 +93,17 @@ class CompactionResult:
     @property
     def bytes_out(self) -> int:
         return sum(b.bytes_out for b in self.buckets)
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionResult(BucketTotals):
+    """The outcome of :meth:`Table.compact`; ``snapshot_id`` is None when nothing needed compacting."""
+
+    table: str
+    snapshot_id: int | None
+    full: bool
+    buckets: tuple[BucketCompaction, ...]
+    duration_s: float
 
     def summary(self) -> str:
         if self.snapshot_id is None:
@@ -136,8 +144,15 @@ class TableCompactor:
         schema = self.table.schemas.schema(snapshot.schema_id) if snapshot.schema_id != self.schema.id \
             else self.schema
         decode = PartitionDecoder(schema.partition_types)
-        specs = self._partition_specs(partitions)
+        specs, wanted_paths = self._partition_specs(partitions)
         wanted = set(buckets) if buckets is not None else None
+        paths: dict[bytes, str] = {}
+
+        def path_of(row: bytes) -> str:
+            if row not in paths:
+                paths[row] = make_partition(decode(row), schema.partition_keys, schema.partition_types,
+                                            self.options).path
+            return paths[row]
 
         def keep(entry: ManifestEntry) -> bool:
             if wanted is not None and entry.bucket not in wanted:
@@ -145,7 +160,8 @@ class TableCompactor:
             if specs is None:
                 return True
             values = dict(zip(schema.partition_keys, decode(entry.partition)))
-            return any(all(values[k] == v for k, v in spec.items()) for spec in specs)
+            return (any(all(values[k] == v for k, v in spec.items()) for spec in specs)
+                    or path_of(entry.partition) in wanted_paths)
 
         grouped: dict[tuple[bytes, int], list[ManifestEntry]] = {}
         for entry in live_entries(self.table.file_io, self.table.paths, snapshot, entry_filter=keep):
@@ -157,11 +173,14 @@ class TableCompactor:
         return sorted(out, key=lambda b: (b.partition.path, b.bucket))
 
     def _partition_specs(self, partitions: PartitionSpec | Sequence[PartitionSpec] | None
-                         ) -> list[dict[str, Any]] | None:
+                         ) -> tuple[list[dict[str, Any]] | None, set[str]]:
+        """Mappings as internal values, and partition paths (``dt=2024-01-01``) as given."""
         if partitions is None:
-            return None
-        given = [partitions] if isinstance(partitions, Mapping) else list(partitions)
-        return [internal_partition_spec(spec, self.schema, table=self.table.name) for spec in given]
+            return None, set()
+        given = [partitions] if isinstance(partitions, Mapping | str) else list(partitions)
+        specs = [internal_partition_spec(spec, self.schema, table=self.table.name)
+                 for spec in given if not isinstance(spec, str)]
+        return specs, {spec for spec in given if isinstance(spec, str)}
 
     def state(self, partitions: PartitionSpec | Sequence[PartitionSpec] | None = None,
               buckets: Iterable[int] | None = None) -> LsmState:

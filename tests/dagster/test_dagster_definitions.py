@@ -33,8 +33,8 @@ def test_shop_assets_are_daily_and_grouped() -> None:
         assert graph.get(key).group_name == "shop"
     assert graph.get(USER_ORDER_TOTALS_KEY).parent_keys == {ORDERS_KEY}
     assert "aggregation" in graph.get(USER_ORDER_TOTALS_KEY).description
-    [check] = graph.get_check_keys_for_assets({ORDERS_KEY})
-    assert check.name == "orders_partition_valid"
+    checks = {check.name for check in graph.get_check_keys_for_assets({ORDERS_KEY})}
+    assert checks == {"orders_partition_valid", "level0_below_stop_trigger", "small_files"}
 
 
 def test_ingestion_is_an_op_of_the_asset_graph() -> None:
@@ -85,9 +85,11 @@ def test_instance_template_limits_one_run_per_table() -> None:
 
     with dg.instance_for_test(overrides=overrides) as instance:
         queue = instance.get_concurrency_config().run_queue_config
-        [limit] = queue.tag_concurrency_limits
+        limits = queue.tag_concurrency_limits
 
-    assert limit == {"key": "paimon/table", "value": {"applyLimitPerUniqueValue": True}, "limit": 1}
+    # One ingestion run and, separately, one compaction run per table at a time.
+    assert limits == [{"key": key, "value": {"applyLimitPerUniqueValue": True}, "limit": 1}
+                      for key in ("paimon/table", "paimon/compaction")]
     assert overrides["telemetry"] == {"enabled": False}
     assert overrides["nux"] == {"enabled": False}
 

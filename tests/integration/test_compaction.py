@@ -364,3 +364,17 @@ def test_dynamic_bucket_tables_compact_and_keep_their_hash_index(catalog: pc.Cat
         for row in table.read_split(split, columns=["dt", "id"]).to_pylist():
             assert (row["dt"], row["id"]) not in placement
             placement[(row["dt"], row["id"])] = split.bucket
+
+
+def test_partitions_may_be_given_as_the_paths_lsm_state_reports(catalog: pc.Catalog) -> None:
+    schema = pa.schema([pa.field("d", pa.date32(), nullable=False), pa.field("id", pa.int64(), nullable=False),
+                        ("v", pa.string())])
+    table = catalog.create_table("db.dated", schema=schema, primary_keys=["d", "id"], partition_keys=["d"],
+                                 options={"bucket": "1", "write-only": "true"})
+    for i in range(3):
+        table.write(pa.table({"d": pa.array([19723, 19724], pa.int32()).cast(pa.date32()), "id": [1, 2],
+                              "v": [f"v{i}"] * 2}, schema=schema))
+    paths = sorted(b.partition for b in table.lsm_state().buckets)
+    assert paths == ["d=19723", "d=19724"]  # DATE partitions are day numbers in paths (legacy names)
+    result = table.compact(partitions=paths[1], full=True)
+    assert [b.partition for b in result.buckets] == ["d=19724"]

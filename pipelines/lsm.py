@@ -1,0 +1,297 @@
+"""The LSM shape of the compacted tables, as the compaction sensors, job and checks see it.
+
+Every table listed in ``COMPACTED_TABLES`` is written write-only by its ingestion (writers never
+compact), gets a sensor that launches ``paimon_compaction_job`` when a bucket's level 0 grows,
+and a pair of asset checks on its asset. Everything here reads manifests only
+(``Table.lsm_state``), never data files, so a sensor tick or a check costs a few small reads.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import dagster as dg
+
+import paimon_core as pc
+from paimon_core.compaction.state import BucketState, LsmState
+from paimon_core.layout import unescape_path_name
+from pipelines.assets import LOG_EVENTS_KEY
+from pipelines.log_events import PARTITION_COLUMN, TABLE
+from pipelines.order_assets import ORDERS_KEY
+from pipelines.orders import ORDERS_TABLE
+
+# Runs that compact a table carry COMPACTION_TAG=<db.table>; dagster.yaml allows one such run per
+# table at a time. It is not the ingestion tag (paimon/table), so ingestion and compaction of one
+# table run side by side: ingestion only adds files (write-only), compaction replaces them, and
+# the engine lands both (an APPEND never conflicts with a COMPACT).
+COMPACTION_TAG = "paimon/compaction"
+# The level-0 file count that made the sensor ask for the run, and the snapshot it saw.
+TRIGGER_LEVEL0_TAG = "paimon/trigger-level0"
+TRIGGER_SNAPSHOT_TAG = "paimon/trigger-snapshot"
+# Runs that keep compacting as writers commit (follow mode) say for how long.
+FOLLOW_TAG = "paimon/compaction-follow"
+# Seconds between two evaluations of a compaction sensor (the daemon evaluates sensors at most
+# every 5 s whatever this says). Read when the code location loads.
+SENSOR_INTERVAL_ENV = "PAIMON_COMPACTION_SENSOR_INTERVAL"
+DEFAULT_SENSOR_INTERVAL_S = 30
+# Seconds a sensor-launched run keeps following the table (see CompactionConfig.follow_seconds)
+# when the table's entry does not say; 0 (the default) means one pass per run.
+FOLLOW_ENV = "PAIMON_COMPACTION_FOLLOW_SECONDS"
+# Buckets shown in metadata tables; the worst ones (most level-0 files) come first.
+BUCKETS_SHOWN = 20
+
+LEVEL0_CHECK = "level0_below_stop_trigger"
+SMALL_FILES_CHECK = "small_files"
+
+
+@dataclass(frozen=True, slots=True)
+class CompactedTable:
+    """A table kept in shape by the compaction sensor and job.
+
+    ``level0_threshold``: level-0 files in one bucket that make the sensor request a run; None
+    uses the table's own trigger (see ``default_level0_threshold``). ``follow_seconds``: how long
+    the runs the sensor launches keep compacting as writers commit; None reads
+    ``$PAIMON_COMPACTION_FOLLOW_SECONDS`` (default 0, one pass). ``partition_column`` maps a
+    one-column Paimon partition onto the asset's Dagster partition key, so observations land on
+    the partition they describe.
+    """
+
+    table: str
+    asset_key: dg.AssetKey
+    level0_threshold: int | None = None
+    follow_seconds: int | None = None
+    partition_column: str | None = PARTITION_COLUMN
+
+    @property
+    def name(self) -> str:
+        """``db_table``: the suffix of the sensor's name."""
+        return self.table.replace(".", "_")
+
+
+COMPACTED_TABLES: tuple[CompactedTable, ...] = (
+    CompactedTable(TABLE, LOG_EVENTS_KEY),
+    CompactedTable(ORDERS_TABLE, ORDERS_KEY),
+)
+
+
+def compacted_table(table: str) -> CompactedTable:
+    """The entry of ``table`` in ``COMPACTED_TABLES``, or a default one (asset key ``[db, table]``)."""
+    for spec in COMPACTED_TABLES:
+        if spec.table == table:
+            return spec
+    return CompactedTable(table, dg.AssetKey(table.split(".")), partition_column=None)
+
+
+def env_seconds(name: str, default: int, *, minimum: int) -> int:
+    """Whole seconds from the environment variable ``name``, checked, or ``default``."""
+    configured = os.environ.get(name, "").strip()
+    if not configured:
+        return default
+    try:
+        seconds = int(configured)
+    except ValueError:
+        raise dg.DagsterInvariantViolationError(
+            f"${name} must be a whole number of seconds, got {configured!r}") from None
+    if seconds < minimum:
+        raise dg.DagsterInvariantViolationError(f"${name} must be at least {minimum}, got {seconds}")
+    return seconds
+
+
+def sensor_interval_seconds() -> int:
+    """``$PAIMON_COMPACTION_SENSOR_INTERVAL`` (seconds, at least 1) or 30."""
+    return env_seconds(SENSOR_INTERVAL_ENV, DEFAULT_SENSOR_INTERVAL_S, minimum=1)
+
+
+def follow_seconds(spec: CompactedTable) -> int:
+    """How long the runs a sensor launches for ``spec`` keep following the table."""
+    if spec.follow_seconds is not None:
+        return spec.follow_seconds
+    return env_seconds(FOLLOW_ENV, 0, minimum=0)
+
+
+def default_level0_threshold(table: pc.Table) -> int:
+    """Level-0 files of one bucket at which compaction is due.
+
+    Primary-key tables: ``num-sorted-run.compaction-trigger`` (level-0 files alone reach it, so
+    Paimon's picker always has work then). Append tables: ``compaction.min.file-num``, the small
+    files the append picker waits for.
+    """
+    options = table.options
+    return options.sorted_run_compaction_trigger if table.schema.primary_keys else options.compaction_min_file_num
+
+
+def level0_threshold(spec: CompactedTable, table: pc.Table) -> int:
+    """The level-0 files of one bucket at which ``spec``'s sensor requests a run.
+
+    The table's entry decides if it says; otherwise the table's own trigger, except for tables
+    whose runs follow the writers: there the sensor launches a run as soon as a level-0 file
+    appears, so the run is already up when the picker first has work (launching takes about as
+    long as a fast writer needs to add the level-0 files between trigger and stop-trigger).
+    """
+    if spec.level0_threshold:
+        return spec.level0_threshold
+    return 1 if follow_seconds(spec) > 0 else default_level0_threshold(table)
+
+
+def partition_spec(table: pc.Table, path: str) -> dict[str, Any]:
+    """``{column: value}`` of a partition path as ``lsm_state`` reports it (``dt=2024-01-01``).
+
+    ``""`` (unpartitioned) gives ``{}``; the default partition name gives None.
+    """
+    if not path:
+        return {}
+    default = table.options.partition_default_name
+    spec: dict[str, Any] = {}
+    for part in path.split("/"):
+        key, sep, value = part.partition("=")
+        if not sep:
+            raise ValueError(f"{path!r} is not a partition path of table {table.name} (want k=v[/k=v])")
+        text = unescape_path_name(value)
+        spec[unescape_path_name(key)] = None if text == default else text
+    return spec
+
+
+def dagster_partition(spec: CompactedTable, partition: Mapping[str, Any]) -> str | None:
+    """The asset's Dagster partition key of a Paimon partition, when the two map one to one."""
+    if spec.partition_column is None or set(partition) != {spec.partition_column}:
+        return None
+    value = partition[spec.partition_column]
+    return None if value is None else str(value)
+
+
+def worst_buckets(state: LsmState, limit: int = BUCKETS_SHOWN) -> list[BucketState]:
+    """The buckets with the most level-0 files (then most files), at most ``limit``."""
+    return sorted(state.buckets, key=lambda b: (-b.level0_files, -b.files, b.partition, b.bucket))[:limit]
+
+
+def levels_table(state: LsmState, limit: int = BUCKETS_SHOWN) -> dg.MetadataValue:
+    """The worst buckets' shape as a Dagster table (files per level 0..max, bytes, debt)."""
+    shown = worst_buckets(state, limit)
+    columns = [("partition", "string"), ("bucket", "int"), ("L0 files", "int"), ("sorted runs", "int"),
+               ("files per level", "string"), ("bytes", "int"), ("small files", "int"),
+               ("debt bytes", "int"), ("pending", "string")]
+    records = [dg.TableRecord({
+        "partition": b.partition or "-", "bucket": b.bucket, "L0 files": b.level0_files,
+        "sorted runs": b.sorted_runs, "files per level": "/".join(map(str, b.level_files)),
+        "bytes": b.total_bytes, "small files": b.small_files, "debt bytes": b.debt_bytes,
+        "pending": b.pending or "-"}) for b in shown]
+    return dg.MetadataValue.table(records=records, schema=dg.TableSchema(
+        columns=[dg.TableColumn(name, kind) for name, kind in columns]))
+
+
+def state_metadata(state: LsmState) -> dict[str, Any]:
+    """Numbers worth plotting over time, plus the worst buckets."""
+    return {
+        "snapshot_id": state.snapshot_id if state.snapshot_id is not None else -1,
+        "buckets": len(state.buckets),
+        "max_level0_files": state.max_level0_files,
+        "max_sorted_runs": state.max_sorted_runs,
+        "stop_trigger": state.stop_trigger,
+        "debt_bytes": state.debt_bytes,
+        "small_file_ratio": round(state.small_file_ratio, 4),
+        "files": sum(b.files for b in state.buckets),
+        "bytes": sum(b.total_bytes for b in state.buckets),
+        "levels": levels_table(state),
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class CheckOutcome:
+    """One LSM check's verdict, convertible to a check result (in a check) or evaluation (in an op)."""
+
+    name: str
+    passed: bool
+    severity: dg.AssetCheckSeverity
+    description: str
+    metadata: dict[str, Any]
+
+    def result(self, asset_key: dg.AssetKey) -> dg.AssetCheckResult:
+        return dg.AssetCheckResult(asset_key=asset_key, check_name=self.name, passed=self.passed,
+                                   severity=self.severity, description=self.description, metadata=self.metadata)
+
+    def evaluation(self, asset_key: dg.AssetKey) -> dg.AssetCheckEvaluation:
+        return dg.AssetCheckEvaluation(asset_key=asset_key, check_name=self.name, passed=self.passed,
+                                       severity=self.severity, description=self.description,
+                                       metadata=self.metadata)
+
+
+def level0_outcome(state: LsmState) -> CheckOutcome:
+    """Level 0 of every bucket below the stop-trigger.
+
+    A compacting Paimon writer stalls at the stop-trigger; write-only writers never do, so here
+    reads pay instead (one more file, and for key tables one more sorted run to merge, per
+    level-0 file). Failing is a WARN while level 0 is under twice the stop-trigger, an ERROR
+    beyond: compaction is then not keeping up at all.
+    """
+    worst = state.max_level0_files
+    stop = state.stop_trigger
+    over = [b for b in state.buckets if b.level0_files >= stop]
+    severity = dg.AssetCheckSeverity.ERROR if worst >= 2 * stop else dg.AssetCheckSeverity.WARN
+    if not over:
+        description = f"at most {worst} level-0 file(s) per bucket, below the stop-trigger {stop}"
+    else:
+        description = (f"{len(over)} bucket(s) at or above the stop-trigger {stop} (worst {worst} level-0 "
+                       "files); is the compaction sensor running?")
+    return CheckOutcome(LEVEL0_CHECK, not over, severity, description, {
+        "max_level0_files": worst, "stop_trigger": stop, "buckets_at_stop_trigger": len(over),
+        "debt_bytes": state.debt_bytes, "snapshot_id": state.snapshot_id if state.snapshot_id is not None else -1,
+        "levels": levels_table(state)})
+
+
+def small_files_outside_level0(bucket: BucketState, *, primary_key: bool) -> int:
+    """Small files of a bucket that the next minor compaction will not fold.
+
+    Key tables: small files above level 0 (level-0 files are folded at the compaction trigger
+    and are the other check's business); counted as small files minus level-0 files, exact
+    when every level-0 file is small, as they are when written by commits. Append tables have
+    no levels: all their small files count.
+    """
+    return max(0, bucket.small_files - bucket.level0_files) if primary_key else bucket.small_files
+
+
+def small_files_outcome(state: LsmState, *, min_file_num: int, primary_key: bool) -> CheckOutcome:
+    """No bucket holds too many small files that compaction leaves alone.
+
+    Everything under ``target-file-size`` times ``compaction.small-file-ratio`` is small, so a
+    small table is all small files and the table-wide ratio (in the metadata) says little; the
+    verdict is per bucket. Key tables fail when ``compaction.min.file-num`` small files sit
+    above level 0 (runs of small files at several levels: a full compaction would merge them);
+    append tables, where the sensor compacts at ``compaction.min.file-num``, fail at twice that
+    (compaction is not keeping up).
+    """
+    limit = min_file_num if primary_key else 2 * min_file_num
+    counts = [small_files_outside_level0(b, primary_key=primary_key) for b in state.buckets]
+    crowded = sum(1 for count in counts if count >= limit)
+    worst = max(counts, default=0)
+    where = "above level 0 " if primary_key else ""
+    if not crowded:
+        description = f"at most {worst} small file(s) {where}per bucket (limit {limit})"
+    else:
+        description = (f"{crowded} bucket(s) hold {limit} or more small files {where}(worst {worst}); "
+                       "paimon_full_compaction_job merges them")
+    return CheckOutcome(SMALL_FILES_CHECK, not crowded, dg.AssetCheckSeverity.WARN, description, {
+        "small_file_ratio": round(state.small_file_ratio, 4),
+        "small_files": sum(b.small_files for b in state.buckets),
+        "files": sum(b.files for b in state.buckets),
+        "max_small_files_per_bucket": worst, "limit": limit, "buckets_over": crowded})
+
+
+def check_outcomes(table: pc.Table, state: LsmState | None = None) -> list[CheckOutcome]:
+    """Both LSM checks of ``table`` (on ``state``, else its latest snapshot)."""
+    state = state if state is not None else table.lsm_state()
+    return [level0_outcome(state),
+            small_files_outcome(state, min_file_num=table.options.compaction_min_file_num,
+                                primary_key=bool(table.schema.primary_keys))]
+
+
+def format_state(state: LsmState, *, partitions: Sequence[str] | None = None, indent: str = "  ") -> str:
+    """A small text table of the buckets (of ``partitions``, if given): what ``make demo`` prints."""
+    buckets = [b for b in state.buckets if partitions is None or b.partition in partitions]
+    lines = [f"{indent}{'partition':<15} {'bucket':>6}  {'L0':>3}  {'files per level':<15} {'bytes':>9}  pending"]
+    for b in buckets:
+        lines.append(f"{indent}{b.partition or '-':<15} {b.bucket:>6}  {b.level0_files:>3}  "
+                     f"{'/'.join(map(str, b.level_files)):<15} {b.total_bytes:>9,}  {b.pending or '-'}")
+    return "\n".join(lines)

@@ -1,0 +1,269 @@
+"""A real Dagster deployment for tests: ``dagster-webserver`` + ``dagster-daemon`` on 127.0.0.1.
+
+Both load the project's ``workspace.yaml`` with a temporary ``DAGSTER_HOME`` (the project's
+``dagster_home/dagster.yaml``, optionally with overrides) and a temporary warehouse. Each process
+starts in its own process group (the code servers and run workers they spawn join it), and
+``stop`` signals the whole group, then kills what is left, so nothing outlives the test.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import yaml
+
+from pipelines.definitions import REPO_ROOT, WAREHOUSE_ENV
+
+TEMPLATE = REPO_ROOT / "dagster_home" / "dagster.yaml"
+LOCATION = "paimon"
+REPOSITORY = "__repository__"
+FINISHED = {"SUCCESS", "FAILURE", "CANCELED"}
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class LiveDagster:
+    """A webserver and a daemon serving the project's code location from a temp instance."""
+
+    def __init__(self, root: Path, *, warehouse: str, env: Mapping[str, str] | None = None,
+                 instance_overrides: Mapping[str, Any] | None = None) -> None:
+        self.root = root
+        self.home = root / "dagster_home"
+        self.warehouse = warehouse
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = yaml.safe_load(TEMPLATE.read_text())
+        config.update(instance_overrides or {})
+        self.config = config
+        self.env = {**os.environ, "DAGSTER_HOME": str(self.home), WAREHOUSE_ENV: warehouse, **(env or {})}
+        self.processes: list[subprocess.Popen[bytes]] = []
+
+    # ---- lifecycle ------------------------------------------------------------------------------
+
+    def start(self, *, timeout: float = 120.0) -> None:
+        self.home.mkdir(parents=True, exist_ok=True)
+        (self.home / "dagster.yaml").write_text(yaml.safe_dump(self.config))
+        self._create_storage()
+        bin_dir = Path(sys.executable).parent
+        self._spawn("webserver", [str(bin_dir / "dagster-webserver"), "-w", "workspace.yaml",
+                                  "-h", "127.0.0.1", "-p", str(self.port)])
+        self._spawn("daemon", [str(bin_dir / "dagster-daemon"), "run", "-w", "workspace.yaml"])
+        self.wait_ready(timeout)
+
+    def _create_storage(self) -> None:
+        """Create the instance's SQLite databases before two processes race to create them
+        (seen: the daemon died on "table alembic_version already exists")."""
+        instance = dg.DagsterInstance.from_config(str(self.home))
+        try:
+            instance.get_runs(limit=1)
+            instance.all_instigator_state()
+            instance.get_daemon_heartbeats()
+        finally:
+            instance.dispose()
+
+    def _spawn(self, name: str, command: list[str]) -> None:
+        log = (self.root / f"{name}.log").open("wb")
+        try:
+            # A new session: the process leads its own group, so stop() reaches its children.
+            self.processes.append(subprocess.Popen(command, cwd=REPO_ROOT, env=self.env, stdout=log,
+                                                   stderr=subprocess.STDOUT, start_new_session=True))
+        finally:
+            log.close()
+
+    def stop(self, *, grace: float = 20.0) -> None:
+        """SIGTERM each process group, wait, then SIGKILL whatever is left (by group id)."""
+        for process in self.processes:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        for process in self.processes:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=max(0.1, deadline - time.monotonic()))
+        for process in self.processes:
+            # The leader may be gone while children (code server, run worker) linger in its group.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=5)
+        self.processes.clear()
+
+    def group_alive(self) -> bool:
+        """Whether any process of the started groups is still alive."""
+        for process in self.processes:
+            try:
+                os.killpg(process.pid, 0)
+            except ProcessLookupError:
+                continue
+            return True
+        return False
+
+    def logs(self) -> str:
+        return "\n".join(f"==== {path.name}\n{path.read_text(errors='replace')[-6000:]}"
+                         for path in sorted(self.root.glob("*.log")))
+
+    def wait_ready(self, timeout: float) -> None:
+        """Until the webserver answers, the code location is LOADED and the sensor daemon beats."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for process in self.processes:
+                if process.poll() is not None:
+                    raise RuntimeError(f"{process.args[0]} exited with {process.returncode}\n{self.logs()}")
+            with contextlib.suppress(OSError, urllib.error.URLError, ValueError, KeyError, TypeError):
+                if self._location_loaded() and self._sensor_daemon_healthy():
+                    return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"dagster did not become ready in {timeout}s\n{self.logs()}")
+            time.sleep(0.5)
+
+    def _location_loaded(self) -> bool:
+        data = self.graphql("{ workspaceOrError { ... on Workspace { locationEntries { name loadStatus "
+                            "locationOrLoadError { __typename } } } } }")
+        entries = data["workspaceOrError"]["locationEntries"]
+        return any(e["name"] == LOCATION and e["loadStatus"] == "LOADED"
+                   and e["locationOrLoadError"]["__typename"] == "RepositoryLocation" for e in entries)
+
+    def _sensor_daemon_healthy(self) -> bool:
+        data = self.graphql("{ instance { daemonHealth { allDaemonStatuses { daemonType healthy } } } }")
+        statuses = data["instance"]["daemonHealth"]["allDaemonStatuses"]
+        return all(s["healthy"] for s in statuses if s["daemonType"] in ("SENSOR", "QUEUED_RUN_COORDINATOR",
+                                                                           "BACKFILL"))
+
+    # ---- GraphQL --------------------------------------------------------------------------------
+
+    def graphql(self, query: str, variables: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        body = json.dumps({"query": query, "variables": dict(variables or {})}).encode()
+        request = urllib.request.Request(f"{self.url}/graphql", data=body,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            payload = json.loads(response.read())
+        if payload.get("errors"):
+            raise RuntimeError(f"GraphQL errors: {payload['errors']}")
+        return dict(payload["data"])
+
+    def launch_backfill(self, asset_paths: list[list[str]], partitions: list[str], *,
+                        tags: Mapping[str, str], title: str) -> str:
+        data = self.graphql("""
+            mutation($params: LaunchBackfillParams!) {
+              launchPartitionBackfill(backfillParams: $params) {
+                __typename
+                ... on LaunchBackfillSuccess { backfillId }
+                ... on PythonError { message }
+                ... on InvalidStepError { invalidStepKey }
+                ... on UnauthorizedError { message }
+              }
+            }""", {"params": {
+            "assetSelection": [{"path": path} for path in asset_paths],
+            "partitionNames": partitions,
+            "tags": [{"key": k, "value": v} for k, v in tags.items()],
+            "title": title,
+        }})
+        result = data["launchPartitionBackfill"]
+        if result["__typename"] != "LaunchBackfillSuccess":
+            raise RuntimeError(f"backfill not launched: {result}")
+        return str(result["backfillId"])
+
+    def backfill(self, backfill_id: str) -> dict[str, Any]:
+        data = self.graphql("""
+            query($id: String!) {
+              partitionBackfillOrError(backfillId: $id) {
+                __typename
+                ... on PartitionBackfill { id status numPartitions }
+                ... on PythonError { message }
+              }
+            }""", {"id": backfill_id})
+        return dict(data["partitionBackfillOrError"])
+
+    def runs(self, tags: Mapping[str, str] | None = None, *, job: str | None = None,
+             limit: int = 200) -> list[dict[str, Any]]:
+        """Runs (newest first) with their status, tags and timestamps."""
+        run_filter: dict[str, Any] = {}
+        if tags:
+            run_filter["tags"] = [{"key": k, "value": v} for k, v in tags.items()]
+        if job:
+            run_filter["pipelineName"] = job
+        data = self.graphql("""
+            query($filter: RunsFilter, $limit: Int) {
+              runsOrError(filter: $filter, limit: $limit) {
+                __typename
+                ... on Runs { results { runId jobName status creationTime startTime endTime
+                                        tags { key value } } }
+                ... on PythonError { message }
+              }
+            }""", {"filter": run_filter, "limit": limit})
+        result = data["runsOrError"]
+        if result["__typename"] != "Runs":
+            raise RuntimeError(f"runs query failed: {result}")
+        runs = list(result["results"])
+        for run in runs:
+            run["tags"] = {t["key"]: t["value"] for t in run["tags"]}
+        return runs
+
+    def sensor(self, name: str, *, ticks: int = 50) -> dict[str, Any]:
+        data = self.graphql("""
+            query($selector: SensorSelector!, $limit: Int) {
+              sensorOrError(sensorSelector: $selector) {
+                __typename
+                ... on Sensor { name minIntervalSeconds
+                  sensorState { status ticks(limit: $limit) { status timestamp runIds skipReason cursor
+                                                              error { message } } } }
+                ... on PythonError { message }
+              }
+            }""", {"selector": {"repositoryName": REPOSITORY, "repositoryLocationName": LOCATION,
+                                "sensorName": name}, "limit": ticks})
+        result = data["sensorOrError"]
+        if result["__typename"] != "Sensor":
+            raise RuntimeError(f"sensor query failed: {result}")
+        return dict(result)
+
+    def run_logs(self, run_id: str, *, limit: int = 500) -> list[str]:
+        """The messages of a run's event log (for failure reports)."""
+        data = self.graphql("""
+            query($runId: ID!, $limit: Int) {
+              logsForRun(runId: $runId, limit: $limit) {
+                __typename
+                ... on EventConnection { events { __typename ... on MessageEvent { message } } }
+              }
+            }""", {"runId": run_id, "limit": limit})
+        events = data["logsForRun"].get("events", [])
+        return [e.get("message", "") for e in events]
+
+
+@contextlib.contextmanager
+def live_dagster(root: Path, *, warehouse: str, env: Mapping[str, str] | None = None,
+                 instance_overrides: Mapping[str, Any] | None = None) -> Iterator[LiveDagster]:
+    """Start the deployment, yield it, always stop it (also when starting failed half way)."""
+    deployment = LiveDagster(root, warehouse=warehouse, env=env, instance_overrides=instance_overrides)
+    try:
+        deployment.start()
+        yield deployment
+    finally:
+        deployment.stop()
+
+
+def wait_for(predicate: Any, *, timeout: float, interval: float = 1.0, what: str = "condition") -> Any:
+    """Poll ``predicate`` until it returns something truthy; that value is returned."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
