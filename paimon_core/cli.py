@@ -66,6 +66,20 @@ def cmd_read(catalog: Catalog, args: argparse.Namespace) -> str:
     return _format_table(headers, [[row[h] for h in headers] for row in rows])
 
 
+def cmd_changes(catalog: Catalog, args: argparse.Namespace) -> str:
+    table = catalog.get_table(args.table)
+    columns = args.columns.split(",") if args.columns else None
+    rows: list[list[object]] = []
+    headers: list[str] = ["snapshot"]
+    for batch in table.iter_changes(args.start, args.end, columns=columns):
+        headers = ["snapshot", *batch.data.column_names]
+        for row in batch.data.slice(0, args.limit - len(rows)).to_pylist():
+            rows.append([batch.snapshot_id, *row.values()])
+        if len(rows) >= args.limit:
+            break
+    return _format_table(headers, rows)
+
+
 def _partition_spec(text: str) -> dict[str, str]:
     """``k=v[,k2=v2]`` as a partition spec (values are cast to the column types by the table)."""
     spec = {}
@@ -119,6 +133,14 @@ def build_parser() -> argparse.ArgumentParser:
     read.add_argument("--columns", default=None, help="comma-separated projection")
     read.add_argument("--snapshot", type=int, default=None)
     read.set_defaults(run=cmd_read)
+    changes = commands.add_parser("changes", help="print what snapshots changed (+I/-U/+U/-D rows)")
+    changes.add_argument("table", help="database.table")
+    changes.add_argument("--from", dest="start", type=int, default=None,
+                         help="changes after this snapshot (exclusive; default: from the earliest)")
+    changes.add_argument("--to", dest="end", type=int, default=None, help="up to this snapshot (inclusive)")
+    changes.add_argument("--limit", type=int, default=100)
+    changes.add_argument("--columns", default=None, help="comma-separated projection")
+    changes.set_defaults(run=cmd_changes)
     lsm = commands.add_parser("lsm", help="show each bucket's levels, sorted runs and compaction debt")
     lsm.add_argument("table", help="database.table")
     lsm.add_argument("--partition", type=_partition_spec, action="append", help="k=v[,k2=v2]; repeatable")

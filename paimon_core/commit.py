@@ -133,12 +133,14 @@ class FileStoreCommit:
         """
         adds = [ManifestEntry(ADD, m.partition.row, m.bucket, m.total_buckets, f)
                 for m in messages for f in m.new_files]
+        changelog = [ManifestEntry(ADD, m.partition.row, m.bucket, m.total_buckets, f)
+                     for m in messages for f in m.changelog_files]
         kind = "OVERWRITE" if overwrite is not None else "APPEND"
         if not adds and overwrite is None and self.options.ignore_empty_commit:
             return None
         data_paths = [self.paths.bucket_dir(m.partition.path, m.bucket) + "/" + f.file_name
-                      for m in messages for f in m.new_files]
-        changes = _Changes(adds, [], kind, overwrite, index, None)
+                      for m in messages for f in m.new_files + m.changelog_files]
+        changes = _Changes(adds, [], kind, overwrite, index, None, changelog)
         return self._commit(changes, data_paths, commit_identifier, properties)
 
     def commit_compaction(self, increments: Sequence[CompactIncrement], *,
@@ -155,25 +157,29 @@ class FileStoreCommit:
                    for i in increments for f in i.before]
         index_before = [e for i in increments for e in i.index_before]
         index_after = [e for i in increments for e in i.index_after]
-        if not adds and not deletes and not index_before and not index_after:
+        changelog = [ManifestEntry(ADD, i.partition.row, i.bucket, i.total_buckets, f)
+                     for i in increments for f in i.changelog_files]
+        if not adds and not deletes and not index_before and not index_after and not changelog:
             return None
         data_paths = [self.paths.bucket_dir(i.partition.path, i.bucket) + "/" + f.file_name
-                      for i in increments for f in i.new_files]
+                      for i in increments for f in i.new_files + i.changelog_files]
         data_paths += [self.paths.index_file(e.file_name) for e in index_after]
         swap = IndexSwap(index_before, index_after) if index_before or index_after else None
-        changes = _Changes(adds, deletes, "COMPACT", None, None, swap)
+        changes = _Changes(adds, deletes, "COMPACT", None, None, swap, changelog)
         return self._commit(changes, data_paths, BATCH_COMMIT_IDENTIFIER, properties)
 
     def _commit(self, changes: _Changes, data_paths: list[str], commit_identifier: int,
                 properties: Mapping[str, str] | None) -> int | None:
         add_metas = self.write_manifests(changes.adds)
-        attempt = _Attempt(self, changes, add_metas, commit_identifier, properties)
+        changelog_metas = self.write_manifests(changes.changelog, "changelog-")
+        attempt = _Attempt(self, changes, add_metas, commit_identifier, properties, changelog_metas)
         try:
             return attempt.run()
         except BaseException:
             if not attempt.uncertain:  # every attempt provably lost or never published
                 index_files = changes.index.files if changes.index is not None else []
-                for path in data_paths + index_files + [self.paths.manifest_file(m.file_name) for m in add_metas]:
+                manifests = [self.paths.manifest_file(m.file_name) for m in add_metas + changelog_metas]
+                for path in data_paths + index_files + manifests:
                     self.file_io.delete_quietly(path)
             raise
 
@@ -215,11 +221,11 @@ class FileStoreCommit:
                         f"overlapping files {name} and {other}; a concurrent compaction interfered",
                         snapshot_id=None)
 
-    def write_manifests(self, entries: Sequence[ManifestEntry]) -> list[ManifestFileMeta]:
+    def write_manifests(self, entries: Sequence[ManifestEntry], infix: str = "") -> list[ManifestFileMeta]:
         """Write entries into manifests of about ``manifest.target-file-size`` each."""
         if not entries:
             return []
-        prefix = f"manifest-{uuid.uuid4()}-"
+        prefix = f"manifest-{uuid.uuid4()}-{infix}"
         types = self.schema.partition_types
         compression = self.options.manifest_compression
         meta = write_manifest(self.file_io, self.paths.manifest_file(prefix + "0"), entries, types,
@@ -265,6 +271,7 @@ class _Changes:
     overwrite: Overwrite | None
     index: IndexUpdate | None
     index_swap: IndexSwap | None
+    changelog: list[ManifestEntry]
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,11 +296,13 @@ class _Attempt:
     """The retry loop of one commit."""
 
     def __init__(self, commit: FileStoreCommit, changes: _Changes, add_metas: list[ManifestFileMeta],
-                 identifier: int, properties: Mapping[str, str] | None) -> None:
+                 identifier: int, properties: Mapping[str, str] | None,
+                 changelog_metas: list[ManifestFileMeta]) -> None:
         self.c = commit
         self.changes = changes
         self.adds = changes.adds
         self.add_metas = add_metas
+        self.changelog_metas = changelog_metas
         self.kind = changes.kind
         self.identifier = identifier
         self.overwrite = changes.overwrite
@@ -340,7 +349,7 @@ class _Attempt:
         else:
             deletes = self.changes.deletes
             c.check_replaced_files(latest, deletes, self.adds)
-        if not self.adds and not deletes and c.options.ignore_empty_commit:
+        if not self.adds and not deletes and not self.changelog_metas and c.options.ignore_empty_commit:
             return "empty"
         created: list[str] = []
         index_manifest = latest.index_manifest if latest else None
@@ -373,13 +382,21 @@ class _Attempt:
         delta_size = write_manifest_list(c.file_io, c.paths.manifest_file(f"{list_id}-1"),
                                          delete_metas + self.add_metas, compression)
         created += [c.paths.manifest_file(f"{list_id}-0"), c.paths.manifest_file(f"{list_id}-1")]
+        changelog_list, changelog_size, changelog_rows = None, None, None
+        if self.changelog_metas:
+            changelog_list = f"{list_id}-changelog"
+            changelog_size = write_manifest_list(c.file_io, c.paths.manifest_file(changelog_list),
+                                                 self.changelog_metas, compression)
+            created.append(c.paths.manifest_file(changelog_list))
+            changelog_rows = sum(e.file.row_count for e in self.changes.changelog)
         delta_rows = sum(e.file.row_count for e in self.adds) - sum(e.file.row_count for e in deletes)
         snapshot = Snapshot(
             id=(latest.id + 1) if latest else 1,
             schema_id=max(c.schema.id, latest.schema_id if latest else 0),
             base_manifest_list=f"{list_id}-0", base_manifest_list_size=base_size,
             delta_manifest_list=f"{list_id}-1", delta_manifest_list_size=delta_size,
-            index_manifest=index_manifest,
+            changelog_manifest_list=changelog_list, changelog_manifest_list_size=changelog_size,
+            changelog_record_count=changelog_rows, index_manifest=index_manifest,
             commit_user=c.commit_user, commit_identifier=self.identifier, commit_kind=self.kind,
             time_millis=int(time.time() * 1000),
             total_record_count=(latest.total_record_count if latest else 0) + delta_rows,

@@ -148,6 +148,13 @@ class TablePaths:
     def tag_file(self, name: str) -> str:
         return f"{self.tag_dir}/tag-{name}"
 
+    @property
+    def consumer_dir(self) -> str:
+        return f"{self.root}/consumer"
+
+    def consumer_file(self, consumer_id: str) -> str:
+        return f"{self.consumer_dir}/consumer-{consumer_id}"
+
     def bucket_dir(self, partition: str, bucket: int) -> str:
         base = f"{self.root}/{partition}" if partition else self.root
         return f"{base}/bucket-{bucket}"

@@ -161,7 +161,21 @@ class SnapshotStore:
                 continue  # expired while listing
 
     def at_or_before(self, timestamp_ms: int) -> Snapshot:
-        """The newest snapshot committed at or before ``timestamp_ms`` (binary search)."""
+        """The newest snapshot committed at or before ``timestamp_ms``."""
+        found = self._newest_before(timestamp_ms, inclusive=True)
+        if found is None:
+            raise SnapshotNotFoundError(
+                f"table {self.table} has no snapshot at or before timestamp {timestamp_ms} "
+                f"(the earliest retained snapshot is {self.earliest_id()})")
+        return found
+
+    def older_than(self, timestamp_ms: int) -> int | None:
+        """Id of the newest snapshot committed strictly before ``timestamp_ms``, if any."""
+        found = self._newest_before(timestamp_ms, inclusive=False)
+        return found.id if found is not None else None
+
+    def _newest_before(self, timestamp_ms: int, *, inclusive: bool) -> Snapshot | None:
+        """Binary search over commit times (they grow with snapshot ids)."""
         earliest, latest = self.earliest_id(), self.latest_id()
         if earliest is None or latest is None:
             raise SnapshotNotFoundError(f"table {self.table} has no snapshots")
@@ -170,14 +184,10 @@ class SnapshotStore:
         while low <= high:
             middle = (low + high) // 2
             candidate = self.snapshot(middle)
-            if candidate.time_millis <= timestamp_ms:
+            if candidate.time_millis < timestamp_ms or (inclusive and candidate.time_millis == timestamp_ms):
                 found, low = candidate, middle + 1
             else:
                 high = middle - 1
-        if found is None:
-            raise SnapshotNotFoundError(
-                f"table {self.table} has no snapshot at or before timestamp {timestamp_ms} "
-                f"(the earliest retained snapshot is {earliest})")
         return found
 
     def try_publish(self, snapshot: Snapshot) -> bool:

@@ -306,7 +306,6 @@ class TableCompactor:
         levels = self.planner.levels(files)
         return (len(levels.level0),) + tuple(len(level) for level in levels.levels)
 
-
     def _full_due(self, latest: Snapshot) -> bool:
         """``full-compaction.delta-commits``: that many data commits since the last full compaction."""
         every = self.options.full_compaction_delta_commits

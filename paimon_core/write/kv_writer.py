@@ -64,6 +64,7 @@ class _Bucket:
     nbytes: int = 0
     spills: list[SpillFile | _InMemoryRun] = field(default_factory=list)
     writer: RollingFileWriter | None = None
+    changelog: RollingFileWriter | None = None  # changelog-producer=input
 
 
 class KeyValueWriter:
@@ -128,25 +129,34 @@ class KeyValueWriter:
     def _relieve(self, state: _Bucket) -> None:
         """Free the buffer of one bucket: spill it as a sorted run, or write it as level 0."""
         ordered = self._sort(self._take_buffer(state))
+        self._write_changelog(state, ordered)
         if self.options.write_buffer_spillable:
             state.spills.append(SpillFile(ordered))
             log.debug("spilled %d rows of bucket %d (%s)", ordered.num_rows, state.bucket, state.partition.path)
         else:
             self._write_run(state, iter([self.engine.merge(ordered, key_groups(ordered, self.keys))]))
 
-    def _file_writer(self, state: _Bucket) -> RollingFileWriter:
+    def _file_writer(self, state: _Bucket, prefix: str) -> RollingFileWriter:
         key_fields = self.layout.key_fields()
         return RollingFileWriter(
             self.file_io, self.paths.bucket_dir(state.partition.path, state.bucket),
             file_schema=self.layout.file_schema(), stats_fields=self.schema.fields,
             content=lambda: KeyValueContent(key_fields), schema_id=self.schema.id, options=self.options,
-            target_size=self.options.target_file_size_for(primary_key=True),
-            prefix=self.options.data_file_prefix)
+            target_size=self.options.target_file_size_for(primary_key=True), prefix=prefix)
+
+    def _write_changelog(self, state: _Bucket, ordered: pa.Table) -> None:
+        """``changelog-producer=input``: every buffered row, unmerged, in key and sequence order."""
+        if self.options.changelog_producer != "input":
+            return
+        if state.changelog is None:
+            state.changelog = self._file_writer(state, self.options.changelog_file_prefix)
+        write_coalesced(state.changelog, [ordered], self.layout.to_file)
+        state.changelog.roll()
 
     def _write_run(self, state: _Bucket, merged: Iterator[pa.Table]) -> None:
         """Write one sorted run, coalescing small merged chunks into larger row groups."""
         if state.writer is None:
-            state.writer = self._file_writer(state)
+            state.writer = self._file_writer(state, self.options.data_file_prefix)
         write_coalesced(state.writer, merged, self.layout.to_file)
         state.writer.roll()
 
@@ -163,7 +173,9 @@ class KeyValueWriter:
 
     def _finish_bucket(self, state: _Bucket, buffered: list[pa.Table]) -> CommitMessage | None:
         if buffered:
-            state.spills.append(_InMemoryRun(self._sort(buffered)))
+            ordered = self._sort(buffered)
+            self._write_changelog(state, ordered)
+            state.spills.append(_InMemoryRun(ordered))
         runs = [spill.chunks() for spill in state.spills]
         if runs:
             self._write_run(state, merge_sorted_runs(
@@ -173,16 +185,18 @@ class KeyValueWriter:
             spill.delete()
         state.spills = []
         files = state.writer.close() if state.writer is not None else []
-        if not files:
+        changelog = state.changelog.close() if state.changelog is not None else []
+        if not files and not changelog:
             return None
-        return CommitMessage(state.partition, state.bucket, self.total_buckets, tuple(files))
+        return CommitMessage(state.partition, state.bucket, self.total_buckets, tuple(files), tuple(changelog))
 
     def abort(self) -> None:
         for state in self._buckets.values():
             for spill in state.spills:
                 spill.delete()
-            if state.writer is not None:
-                state.writer.abort()
+            for writer in (state.writer, state.changelog):
+                if writer is not None:
+                    writer.abort()
         self._buckets.clear()
         self._buffered = 0
 

@@ -16,6 +16,8 @@ class CommitMessage:
     bucket: int
     total_buckets: int
     new_files: tuple[DataFileMeta, ...]
+    # changelog-producer=input: the commit's input rows with their kinds (changelog manifest list)
+    changelog_files: tuple[DataFileMeta, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +35,8 @@ class CompactIncrement:
     # deletion-vector index files the compaction replaces, and their replacements
     index_before: tuple[IndexManifestEntry, ...] = ()
     index_after: tuple[IndexManifestEntry, ...] = ()
+    # changelog-producer=full-compaction / lookup: the changes this compaction made visible
+    changelog_files: tuple[DataFileMeta, ...] = ()
 
     @property
     def new_files(self) -> tuple[DataFileMeta, ...]:

@@ -60,6 +60,13 @@ class Oracle:
         return {sid: self.load(out) for sid, out in outs.items()}
 
 
+    def read_changes(self, warehouse: Path, table: str, start: int, end: int) -> dict[int, pa.Table]:
+        """pypaimon's streaming read of each snapshot's changes in [start, end] (snapshots with changes)."""
+        out = str(self._path(".changes"))
+        [ids] = self.run(warehouse, [{"op": "changes", "table": table, "start": start, "end": end, "out": out}])
+        return {sid: self.load(f"{out}-{i}") for i, sid in enumerate(ids)}
+
+
 def _oracle_available() -> str | None:
     if not ORACLE_PYTHON.exists():
         return f"{ORACLE_PYTHON} does not exist (run `make oracle`)"

@@ -1,0 +1,101 @@
+"""Reading what snapshots changed: rows with their row kind (``+I``, ``-U``, ``+U``, ``-D``).
+
+Which files hold a snapshot's changes depends on the changelog producer, as in Paimon's
+follow-up scanners: with ``none`` the data files an APPEND snapshot added (merged per flush,
+no ``-U`` before-images; COMPACT and OVERWRITE snapshots carry no changes), with any other
+producer the files of the snapshot's changelog manifest list (snapshots without one carry
+none). Append tables change only by APPEND snapshots, every row an insert.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from paimon_core.errors import UnsupportedFeatureError
+from paimon_core.fileio import FileIO
+from paimon_core.keyvalue import VALUE_KIND
+from paimon_core.layout import TablePaths
+from paimon_core.manifest import ADD, DataFileMeta, ManifestEntry, read_manifest_list
+from paimon_core.options import TableOptions
+from paimon_core.read.merge_read import MergeSplitReader
+from paimon_core.read.scan import DataSplit, PartitionDecoder, read_entries
+from paimon_core.read.split_read import SplitReader
+from paimon_core.schema import TableSchema
+from paimon_core.snapshot import Snapshot
+
+ROW_KIND = "_row_kind"  # pypaimon's name for the row kind column of streaming reads
+KIND_NAMES = ("+I", "-U", "+U", "-D")
+_KIND_ARRAY = pa.array(KIND_NAMES, pa.string())
+
+
+def check_changes_readable(schema: TableSchema, options: TableOptions, table: str) -> None:
+    """Refuse change reads whose result would not be a changelog.
+
+    Without a changelog producer the delta files of partial-update and aggregation tables hold
+    partial rows and partial sums, and those of first-row tables repeat keys that already
+    exist: only ``lookup`` or ``full-compaction`` turn them into real changes.
+    """
+    if not schema.primary_keys or options.changelog_producer != "none":
+        return
+    if options.merge_engine != "deduplicate":
+        raise UnsupportedFeatureError(
+            f"table {table} uses merge-engine {options.merge_engine} with changelog-producer none: its "
+            "delta files are not its changes; set changelog-producer to lookup or full-compaction "
+            "(ALTER TABLE ... SET) to read changes from it")
+
+
+def change_entries(file_io: FileIO, paths: TablePaths, snapshot: Snapshot, *, primary_key: bool,
+                   producer: str) -> list[ManifestEntry]:
+    """The files holding ``snapshot``'s changes, in commit order (none for snapshots without)."""
+    if primary_key and producer != "none":
+        if snapshot.changelog_manifest_list is None:
+            return []
+        metas = read_manifest_list(file_io, paths.manifest_file(snapshot.changelog_manifest_list))
+    else:
+        if snapshot.commit_kind != "APPEND":
+            return []
+        metas = read_manifest_list(file_io, paths.manifest_file(snapshot.delta_manifest_list))
+    return [e for entries in read_entries(file_io, paths, metas) for e in entries if e.kind == ADD]
+
+
+def change_splits(snapshot: Snapshot, schema: TableSchema, entries: Sequence[ManifestEntry]) -> list[DataSplit]:
+    """Entries grouped per (partition, bucket), files kept in commit order."""
+    decode = PartitionDecoder(schema.partition_types)
+    groups: dict[tuple[bytes, int], list[DataFileMeta]] = {}
+    for entry in entries:
+        groups.setdefault((entry.partition, entry.bucket), []).append(entry.file)
+    return [DataSplit(snapshot.id, schema.id, partition, decode(partition), bucket, tuple(files))
+            for (partition, bucket), files in groups.items()]
+
+
+class ChangeReader:
+    """Reads change files as Arrow: ``_row_kind`` first, then the projected columns."""
+
+    def __init__(self, reader: SplitReader) -> None:
+        self.reader = reader
+        self.output_schema = pa.schema([pa.field(ROW_KIND, pa.string(), False), *reader.output_schema])
+
+    def read(self, splits: Sequence[DataSplit]) -> pa.Table:
+        tables = [t for t in self.iter_tables(splits) if t.num_rows]
+        return pa.concat_tables(tables) if tables else self.output_schema.empty_table()
+
+    def iter_tables(self, splits: Sequence[DataSplit]) -> Iterator[pa.Table]:
+        """One table per file, in split and commit order."""
+        for split in splits:
+            for meta in split.files:
+                yield self.read_file(split, meta)
+
+    def read_file(self, split: DataSplit, meta: DataFileMeta) -> pa.Table:
+        reader = self.reader
+        if not isinstance(reader, MergeSplitReader):
+            rows = reader.read_file(split, meta)  # an append table: every row an insert
+            return rows.add_column(0, self.output_schema.field(0), pa.repeat(pa.scalar("+I"), rows.num_rows))
+        data = reader.read_key_values(split, meta)
+        if reader.filter is not None:
+            data = data.filter(reader.filter)
+        kinds = pc.take(_KIND_ARRAY, data.column(VALUE_KIND))
+        values = data.select([f.name for f in reader.output_fields])
+        return values.add_column(0, self.output_schema.field(0), kinds)
