@@ -208,6 +208,12 @@ class TableOptions:
                             _choice("deduplicate", "partial-update", "aggregation", "first-row"))
     changelog_producer: str = opt("changelog-producer", "none", "Which changelog a table produces.",
                                   _choice("none", "input", "lookup", "full-compaction"))
+    changelog_row_deduplicate: bool = opt("changelog-producer.row-deduplicate", False,
+                                          "lookup / full-compaction: leave out -U/+U pairs whose "
+                                          "values are equal.", _parse_bool)
+    changelog_row_deduplicate_ignore_fields: tuple[str, ...] = opt(
+        "changelog-producer.row-deduplicate-ignore-fields", (),
+        "Fields not compared by row-deduplicate (e.g. an update timestamp).", _parse_list)
     sequence_field: tuple[str, ...] = opt("sequence.field", (),
                                           "User columns that order updates before the system "
                                           "sequence number.", _parse_list)
@@ -417,6 +423,14 @@ class TableOptions:
         """Never below the compaction trigger (as in Paimon)."""
         value = self.lookup_compact_max_interval_option or 2 * self.sorted_run_compaction_trigger
         return max(value, self.sorted_run_compaction_trigger)
+
+    @property
+    def full_compaction_every(self) -> int | None:
+        """Data commits between full compactions: ``full-compaction.delta-commits``, or 1 when
+        ``changelog-producer`` is full-compaction (Paimon's effective value), else None."""
+        if self.full_compaction_delta_commits is not None:
+            return self.full_compaction_delta_commits
+        return 1 if self.changelog_producer == "full-compaction" else None
 
     @property
     def num_levels(self) -> int:

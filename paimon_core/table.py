@@ -276,14 +276,16 @@ class Table:
         the earliest snapshot, ``end_snapshot`` to the latest.
         """
         reader = self._change_reader(columns, filter)
-        tables = [b.data for b in self.iter_changes(start_snapshot, end_snapshot, columns=columns, filter=filter)]
-        tables = [t for t in tables if t.num_rows]
+        tables = [b.data for b in self._changes_between(start_snapshot, end_snapshot, reader) if b.data.num_rows]
         return pa.concat_tables(tables) if tables else reader.output_schema.empty_table()
 
     def iter_changes(self, start_snapshot: int | None = None, end_snapshot: int | None = None, *,
                      columns: Sequence[str] | None = None, filter: Any = None) -> Iterator[ChangeBatch]:
         """:meth:`read_changes` one snapshot at a time (snapshots without changes are skipped)."""
-        reader = self._change_reader(columns, filter)
+        return self._changes_between(start_snapshot, end_snapshot, self._change_reader(columns, filter))
+
+    def _changes_between(self, start_snapshot: int | None, end_snapshot: int | None,
+                         reader: ChangeReader) -> Iterator[ChangeBatch]:
         store = self.snapshot_store
         earliest, latest = store.earliest_id(), store.latest_id()
         if earliest is None or latest is None:
@@ -330,10 +332,6 @@ class Table:
 
     def _change_reader(self, columns: Sequence[str] | None, filter: Any) -> ChangeReader:
         check_changes_readable(self.schema, self.options, self.name)
-        if self.schema.primary_keys and self.options.changelog_producer in ("lookup", "full-compaction"):
-            log.warning("table %s: changelog-producer %s is not produced by this version's compaction yet; "
-                        "change reads see only changelog files other engines wrote", self.name,
-                        self.options.changelog_producer)
         return ChangeReader(self._reader(self.schema, columns, filter))
 
     def _snapshot_changes(self, snapshot_id: int, reader: ChangeReader) -> ChangeBatch | None:

@@ -1,15 +1,22 @@
-"""Changelog from a full compaction: the old max-level rows against the newly merged ones.
+"""Changelog made by compactions: ``changelog-producer`` full-compaction and lookup.
 
-Paimon's rule (``FullChangelogMergeFunctionWrapper``) per key: no old row and an added new row
-gives ``+I``; an old row and no (or a retracted) new row gives ``-D`` of the old row; both added
-give ``-U`` old then ``+U`` new, left out when ``row-deduplicate`` finds the values equal. A new
-row that *is* the old one (same sequence number: nothing newer was merged) changed nothing.
-Everything is columnar: both sides are key-sorted, so one stable sort pairs them.
+Both compare, per key, an old row (*before*) with the newly merged one (*after*), with Paimon's
+rule (``FullChangelogMergeFunctionWrapper``, ``LookupChangelogMergeFunctionWrapper``): no old
+row (or a retracted one) and an added new row give ``+I``; an old row and no (or a retracted)
+new row give ``-D`` of the old row; both added give ``-U`` old then ``+U`` new, left out when
+``changelog-producer.row-deduplicate`` finds the values equal. A new row that *is* the old one
+(same sequence number: nothing newer was merged) changed nothing.
+
+full-compaction: before is the key's max-level row, for every key of a compaction into the max
+level. lookup: only keys with level-0 rows change; before is the key's row at the lowest level
+>= 1, from the compaction's input or found in the levels below its output (fed to the merge as
+extra sorted runs). Everything is columnar, on the merge's key groups.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 import pyarrow as pa
@@ -17,83 +24,124 @@ import pyarrow.compute as pc
 
 from paimon_core.columnar import int64_array
 from paimon_core.keyvalue import DELETE, INSERT, SEQUENCE_NUMBER, UPDATE_AFTER, UPDATE_BEFORE, VALUE_KIND
+from paimon_core.merge.engine import MergeEngine, any_where, last_where
+from paimon_core.merge.lookup import LEVEL, levels_of, lookup_inputs, newest_high_level, select_rows
+from paimon_core.merge.sort import Groups, key_groups
 
-_SIDE = "__paimon_side"
+Producer = Literal["full", "lookup"]
 
 
 def _is_add(kinds: np.ndarray) -> np.ndarray:
     return (kinds == INSERT) | (kinds == UPDATE_AFTER)
 
 
-def _adjacent_keys_equal(table: pa.Table, keys: Sequence[str]) -> np.ndarray:
-    """``out[i]``: row i and row i + 1 have the same key (keys are never null)."""
-    n = table.num_rows
-    same = np.ones(max(n - 1, 0), dtype=bool)
-    for key in keys:
-        column = table.column(key)
-        same &= np.asarray(pc.equal(column.slice(0, n - 1), column.slice(1)).to_numpy(zero_copy_only=False),
-                           dtype=bool)
-    return same
+def _column(table: pa.Table, name: str, rows: np.ndarray) -> np.ndarray:
+    return np.asarray(table.column(name).take(int64_array(rows)).to_numpy(zero_copy_only=False))
 
 
-def _rows_equal(table: pa.Table, left: np.ndarray, right: np.ndarray, columns: Sequence[str]) -> np.ndarray:
-    """Whether rows ``left[j]`` and ``right[j]`` hold equal values in ``columns`` (null equals null)."""
-    equal = np.ones(len(left), dtype=bool)
+def _kinds_at(table: pa.Table, rows: np.ndarray) -> np.ndarray:
+    """The value kind of each row (-1 where there is none)."""
+    kinds = np.full(len(rows), -1, dtype=np.int8)
+    present = rows >= 0
+    if present.any():
+        kinds[present] = _column(table, VALUE_KIND, rows[present])
+    return kinds
+
+
+def _rows_equal(left: pa.Table, right: pa.Table, columns: Sequence[str]) -> np.ndarray:
+    """Whether ``left[i]`` and ``right[i]`` hold equal values in ``columns`` (null equals null)."""
+    equal = np.ones(left.num_rows, dtype=bool)
     for name in columns:
-        a = table.column(name).take(int64_array(left))
-        b = table.column(name).take(int64_array(right))
+        a, b = left.column(name), right.column(name)
         try:
             same = pc.fill_null(pc.equal(a, b), False)
-            both_null = pc.and_(pc.is_null(a), pc.is_null(b))
-            column_equal = np.asarray(pc.or_(same, both_null).to_numpy(zero_copy_only=False), dtype=bool)
+            column_equal = np.asarray(pc.or_(same, pc.and_(pc.is_null(a), pc.is_null(b)))
+                                      .to_numpy(zero_copy_only=False), dtype=bool)
         except (pa.ArrowNotImplementedError, pa.ArrowInvalid):  # nested types: compare as Python values
             column_equal = np.array([x == y for x, y in zip(a.to_pylist(), b.to_pylist())], dtype=bool)
         equal &= column_equal
     return equal
 
 
-def full_compaction_changelog(before: pa.Table, after: pa.Table, keys: Sequence[str], *,
-                              compare_columns: Sequence[str] | None = None) -> pa.Table:
-    """Changelog rows (key-value layout, kind in ``_VALUE_KIND``) for one key range.
+def changelog_rows(before: pa.Table, before_rows: np.ndarray, after: pa.Table, after_rows: np.ndarray, *,
+                   compare_columns: Sequence[str] | None = None) -> pa.Table:
+    """Changes of candidate keys ``i`` (in order): old row ``before[before_rows[i]]``, new row
+    ``after[after_rows[i]]`` (-1: none). Key-value layout, the kind in ``_VALUE_KIND``.
 
-    ``before``: the old max-level rows, ``after``: the merged result (retractions may be kept
-    or dropped); both key-sorted with one row per key. ``compare_columns``: with
-    ``changelog-producer.row-deduplicate``, the value columns whose equality suppresses
-    ``-U``/``+U``; None emits every update.
+    ``compare_columns``: with row-deduplicate, the columns whose equality drops an update.
     """
-    if before.num_rows == 0 and after.num_rows == 0:
-        return after
-    combined = pa.concat_tables(
-        [table.append_column(_SIDE, pa.array(np.full(table.num_rows, tag, np.int8)))
-         for tag, table in ((0, before), (1, after.select(before.column_names)))],
-        promote_options="permissive")
-    order = pc.sort_indices(combined, sort_keys=[(k, "ascending") for k in keys] + [(_SIDE, "ascending")])
-    combined = combined.take(order)
-    side = np.asarray(combined.column(_SIDE).to_numpy(zero_copy_only=False))
-    kinds = np.asarray(combined.column(VALUE_KIND).to_numpy(zero_copy_only=False), dtype=np.int8)
-    sequence = np.asarray(combined.column(SEQUENCE_NUMBER).to_numpy(zero_copy_only=False))
-    n = combined.num_rows
-    same = _adjacent_keys_equal(combined, keys)
-    pair = np.zeros(n, dtype=bool)
-    pair[:-1] = same & (side[:-1] == 0) & (side[1:] == 1)
-    paired_after = np.zeros(n, dtype=bool)
-    paired_after[1:] = pair[:-1]
-    old = np.flatnonzero(pair)
-    new = old + 1
-    changed = sequence[old] != sequence[new]
-    updated = changed & _is_add(kinds[new])
+    b = np.asarray(before_rows, dtype=np.int64)
+    a = np.asarray(after_rows, dtype=np.int64)
+    b_add = _is_add(_kinds_at(before, b))
+    a_add = _is_add(_kinds_at(after, a))
+    inserted = ~b_add & a_add
+    deleted = b_add & ~a_add
+    updated = b_add & a_add
+    if updated.any():
+        updated[updated] = (_column(before, SEQUENCE_NUMBER, b[updated])
+                            != _column(after, SEQUENCE_NUMBER, a[updated]))
     if compare_columns is not None and updated.any():
-        updated[updated] = ~_rows_equal(combined, old[updated], new[updated], compare_columns)
-    deleted_pairs = changed & ~_is_add(kinds[new])
-    lone_before = (side == 0) & ~pair & _is_add(kinds)
-    lone_after = (side == 1) & ~paired_after & _is_add(kinds)
-    positions = np.concatenate([old[updated], new[updated], old[deleted_pairs],
-                                np.flatnonzero(lone_before), np.flatnonzero(lone_after)])
-    out_kinds = np.concatenate([
-        np.full(int(updated.sum()), UPDATE_BEFORE, np.int8), np.full(int(updated.sum()), UPDATE_AFTER, np.int8),
-        np.full(int(deleted_pairs.sum()) + int(lone_before.sum()), DELETE, np.int8),
-        np.full(int(lone_after.sum()), INSERT, np.int8)])
-    emit = np.argsort(positions, kind="stable")  # key order; -U precedes its +U
-    result = combined.take(int64_array(positions[emit])).drop_columns([_SIDE])
+        same = _rows_equal(before.take(int64_array(b[updated])), after.take(int64_array(a[updated])),
+                           compare_columns)
+        updated[updated] = ~same
+    from_before = deleted | updated
+    from_after = inserted | updated
+    rows = pa.concat_tables([before.take(int64_array(b[from_before])),
+                             after.take(int64_array(a[from_after])).select(before.column_names).cast(before.schema)])
+    kinds = np.concatenate([np.where(deleted[from_before], DELETE, UPDATE_BEFORE),
+                            np.where(inserted[from_after], INSERT, UPDATE_AFTER)]).astype(np.int8)
+    # candidate i emits its before-row (slot 2i) ahead of its after-row (slot 2i + 1)
+    slots = np.concatenate([2 * np.flatnonzero(from_before), 2 * np.flatnonzero(from_after) + 1])
+    order = np.argsort(slots, kind="stable")
+    result = rows.take(int64_array(order))
     index = result.schema.get_field_index(VALUE_KIND)
-    return result.set_column(index, result.schema.field(index), pa.array(out_kinds[emit], pa.int8()))
+    return result.set_column(index, result.schema.field(index), pa.array(kinds[order], pa.int8()))
+
+
+class CompactionChangelog(MergeEngine):
+    """The merge of one compaction section that also records its changes in :attr:`changes`.
+
+    Input rows carry their level (:data:`LEVEL`). ``lookup_merge``: fold only level-0 rows
+    and the newest high-level row (the table merges as :class:`LookupMerge`). With lookup,
+    keys found only in the deeper runs are not part of the output.
+    """
+
+    def __init__(self, inner: MergeEngine, *, producer: Producer, output_level: int, lookup_merge: bool,
+                 compare_columns: Sequence[str] | None) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.producer = producer
+        self.output_level = output_level
+        self.lookup_merge = lookup_merge
+        self.compare_columns = compare_columns
+        self.changes: list[pa.Table] = []
+
+    def take_changes(self) -> list[pa.Table]:
+        changes, self.changes = self.changes, []
+        return changes
+
+    def merge_unsorted(self, table: pa.Table, order: pa.Array, keys: list[str]) -> pa.Table:
+        ordered = table.take(order)
+        return self.merge(ordered, key_groups(ordered, keys))
+
+    def merge_indexed(self, table: pa.Table, groups: Groups) -> tuple[pa.Table, np.ndarray]:
+        levels = levels_of(table)
+        rows = table.drop_columns([LEVEL])
+        if self.producer == "full":
+            merged, of = self.inner.merge_indexed(rows, groups)
+            candidates = np.arange(len(groups), dtype=np.int64)
+            before = last_where(levels == self.output_level, groups)
+        else:
+            mask = np.repeat(any_where(levels <= self.output_level, groups), groups.sizes)
+            if self.lookup_merge:
+                mask &= lookup_inputs(levels, groups)
+            kept, kept_groups, origin = select_rows(rows, groups, mask)
+            merged, of = self.inner.merge_indexed(kept, kept_groups)
+            of = origin[of]
+            candidates = np.flatnonzero(any_where(levels == 0, groups))
+            before = newest_high_level(levels, groups)[candidates]
+        after = np.full(len(groups), -1, dtype=np.int64)
+        after[of] = np.arange(len(of), dtype=np.int64)
+        self.changes.append(changelog_rows(rows, before, merged, after[candidates],
+                                           compare_columns=self.compare_columns))
+        return merged, of

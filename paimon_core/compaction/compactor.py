@@ -62,6 +62,8 @@ class BucketCompaction:
     rows_out: int
     level_files_before: tuple[int, ...]
     level_files_after: tuple[int, ...]
+    changelog_files: int = 0
+    changelog_rows: int = 0
 
 
 class BucketTotals:
@@ -94,6 +96,11 @@ class BucketTotals:
     def bytes_out(self) -> int:
         return sum(b.bytes_out for b in self.buckets)
 
+    @property
+    def changelog_rows(self) -> int:
+        """Rows of changelog the compaction produced (lookup / full-compaction producers)."""
+        return sum(b.changelog_rows for b in self.buckets)
+
 
 @dataclass(frozen=True, slots=True)
 class CompactionResult(BucketTotals):
@@ -108,8 +115,9 @@ class CompactionResult(BucketTotals):
     def summary(self) -> str:
         if self.snapshot_id is None:
             return f"{self.table}: nothing to compact ({self.duration_s:.2f}s)"
+        changelog = f", {self.changelog_rows} changelog rows" if self.changelog_rows else ""
         return (f"{self.table}: snapshot {self.snapshot_id}, {len(self.buckets)} buckets, {self.files_in} files "
-                f"({self.bytes_in} bytes) -> {self.files_out} files ({self.bytes_out} bytes) "
+                f"({self.bytes_in} bytes) -> {self.files_out} files ({self.bytes_out} bytes){changelog} "
                 f"in {self.duration_s:.2f}s")
 
 
@@ -202,7 +210,10 @@ class TableCompactor:
                 small_files=sum(1 for f in bucket.files if f.file_size < small),
                 debt_bytes=work.rewrite_bytes if work is not None else 0,
                 pending=work.reason if work is not None else None))
-        return LsmState(self.table.name, latest.id, self.options.sorted_run_stop_trigger, tuple(out))
+        every = self.options.full_compaction_every
+        return LsmState(self.table.name, latest.id, self.options.sorted_run_stop_trigger, tuple(out),
+                        full_compaction_every=every,
+                        commits_since_full=self._commits_since_full(latest, every) if every else None)
 
     # ---- compacting -----------------------------------------------------------------------------
 
@@ -300,29 +311,33 @@ class TableCompactor:
             files_in=len(rewritten_in), files_out=len(written), files_upgraded=moved,
             bytes_in=sum(f.file_size for f in rewritten_in), bytes_out=sum(f.file_size for f in written),
             rows_in=sum(f.row_count for f in rewritten_in), rows_out=sum(f.row_count for f in written),
-            level_files_before=self._level_counts(before_files), level_files_after=self._level_counts(after_files))
+            level_files_before=self._level_counts(before_files), level_files_after=self._level_counts(after_files),
+            changelog_files=len(increment.changelog_files),
+            changelog_rows=sum(f.row_count for f in increment.changelog_files))
 
     def _level_counts(self, files: Sequence[DataFileMeta]) -> tuple[int, ...]:
         levels = self.planner.levels(files)
         return (len(levels.level0),) + tuple(len(level) for level in levels.levels)
 
     def _full_due(self, latest: Snapshot) -> bool:
-        """``full-compaction.delta-commits``: that many data commits since the last full compaction."""
-        every = self.options.full_compaction_delta_commits
-        if every is None:
-            return False
+        """A full compaction is scheduled and that many data commits landed since the last one."""
+        every = self.options.full_compaction_every
+        return every is not None and self._commits_since_full(latest, every) >= every
+
+    def _commits_since_full(self, latest: Snapshot, limit: int) -> int:
+        """Data (non-COMPACT) snapshots since the last full compaction, counted up to ``limit``."""
         commits = 0
         store = self.table.snapshot_store
         earliest = store.earliest_id() or 1
         for snapshot_id in range(latest.id, earliest - 1, -1):
             snapshot = latest if snapshot_id == latest.id else store.snapshot(snapshot_id)
             if snapshot.commit_kind == "COMPACT" and (snapshot.properties or {}).get(COMPACTION_PROPERTY) == "full":
-                return False
+                break
             if snapshot.commit_kind != "COMPACT":
                 commits += 1
-                if commits >= every:
-                    return True
-        return False
+                if commits >= limit:
+                    break
+        return commits
 
     def _refuse_append_deletion_vectors(self, index: Sequence[IndexManifestEntry]) -> None:
         if not self.planner.primary_key and any(e.index_type == DELETION_VECTORS for e in index):

@@ -39,6 +39,7 @@ class Upgrade:
 
 Action = Rewrite | Upgrade
 LookupMode = Literal["drop-new", "delete-old"]
+ChangelogMode = Literal["full", "lookup"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +55,9 @@ class TaskPlan:
     # such keys from the output (the older row wins); deletion vectors mark the older row deleted.
     lookup_files: tuple[DataFileMeta, ...] = ()
     lookup_mode: LookupMode | None = None
+    # The changelog this task produces: "full" (full-compaction producer, output at the max
+    # level) or "lookup" (lookup producer, level-0 files in the input); None for none.
+    changelog: ChangelogMode | None = None
 
     @property
     def rewrite_bytes(self) -> int:
@@ -72,25 +76,39 @@ def drop_delete(levels: Levels, output_level: int, *, deletion_vectors: bool) ->
     return output_level != 0 and (output_level >= levels.highest_non_empty_level or deletion_vectors)
 
 
+def changelog_mode(producer: str, plan: CompactionPlan, max_level: int) -> ChangelogMode | None:
+    """Which changelog a compaction writes (Paimon's rewriters for each producer)."""
+    if producer == "full-compaction" and plan.output_level == max_level:
+        return "full"
+    if producer == "lookup" and any(f.level == 0 for f in plan.files):
+        return "lookup"
+    return None
+
+
 def plan_task(plan: CompactionPlan, levels: Levels, bounds: Bounds, *, min_file_size: int,
-              force_rewrite: bool = False, deletion_vectors: bool = False, first_row: bool = False) -> TaskPlan:
+              force_rewrite: bool = False, deletion_vectors: bool = False, first_row: bool = False,
+              changelog_producer: str = "none") -> TaskPlan:
     """Rewrites and upgrades for ``plan``; files under ``min_file_size`` are never just moved.
 
-    ``first_row`` and ``deletion_vectors`` make it a lookup compaction (Paimon's): level-0 files
-    are always rewritten, and their keys are looked up in the deeper levels.
+    ``first_row``, ``deletion_vectors`` and the lookup changelog producer make it a lookup
+    compaction (Paimon's): level-0 files are always rewritten, and their keys are looked up in
+    the deeper levels. Files moved into the max level by a full-compaction changelog task
+    are inserts to the changelog.
     """
     output = plan.output_level
+    max_level = levels.max_level
+    changelog = changelog_mode(changelog_producer, plan, max_level)
     picked = {f.file_name for f in plan.files}
     mode: LookupMode | None = "drop-new" if first_row else ("delete-old" if deletion_vectors else None)
+    looks_up = mode is not None or changelog == "lookup"
     lookup = tuple(f for level, files in enumerate(levels.levels, start=1) if level > output
-                   for f in files if f.file_name not in picked) if mode else ()
-    max_level = levels.max_level
+                   for f in files if f.file_name not in picked) if looks_up else ()
     actions: list[Action] = []
     pending: list[list[DataFileMeta]] = []
 
     def upgrade(meta: DataFileMeta) -> None:
         into_max = output == max_level
-        if force_rewrite or (mode and meta.level == 0):
+        if force_rewrite or (looks_up and meta.level == 0):
             actions.append(Rewrite((meta,)))
         elif meta.level != output:
             actions.append(Upgrade(meta, check_deletes=into_max))
@@ -114,4 +132,4 @@ def plan_task(plan: CompactionPlan, levels: Levels, bounds: Bounds, *, min_file_
             upgrade(section[0])
     flush()
     return TaskPlan(plan, output, drop_delete(levels, output, deletion_vectors=deletion_vectors), tuple(actions),
-                    lookup, mode if lookup else None)
+                    lookup, mode if lookup else None, changelog)

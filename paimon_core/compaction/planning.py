@@ -94,7 +94,8 @@ class Planner:
         task = plan_task(plan, levels, self.bounds, min_file_size=options.compaction_file_size(primary_key=True),
                          force_rewrite=options.compaction_force_rewrite_all_files,
                          deletion_vectors=options.deletion_vectors_enabled,
-                         first_row=options.merge_engine == "first-row")
+                         first_row=options.merge_engine == "first-row",
+                         changelog_producer=options.changelog_producer)
         work = BucketWork(bucket, plan.reason.value, task=task)
         return None if work.empty else work
 

@@ -37,6 +37,16 @@ class LsmState:
     snapshot_id: int | None
     stop_trigger: int  # sorted runs at which compacting writers stall
     buckets: tuple[BucketState, ...]
+    # Scheduled full compaction (``full-compaction.delta-commits``, or every commit with the
+    # full-compaction changelog producer): its interval, and the data commits since the last
+    # one (counted up to the interval); None when none is scheduled.
+    full_compaction_every: int | None = None
+    commits_since_full: int | None = None
+
+    @property
+    def full_compaction_due(self) -> bool:
+        every, since = self.full_compaction_every, self.commits_since_full
+        return every is not None and since is not None and since >= every
 
     @property
     def max_level0_files(self) -> int:

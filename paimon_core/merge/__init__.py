@@ -7,6 +7,7 @@ from paimon_core.merge.aggregation import Aggregation
 from paimon_core.merge.deduplicate import Deduplicate
 from paimon_core.merge.engine import MergeEngine
 from paimon_core.merge.first_row import FirstRow
+from paimon_core.merge.lookup import LookupMerge, needs_levels
 from paimon_core.merge.partial_update import PartialUpdate
 from paimon_core.options import TableOptions
 from paimon_core.schema import TableSchema
@@ -14,6 +15,11 @@ from paimon_core.schema import TableSchema
 
 def engine_for(schema: TableSchema, options: TableOptions, *, table: str = "") -> MergeEngine:
     """The table's merge engine, validated against its schema and options."""
+    engine = _base_engine(schema, options, table=table)
+    return LookupMerge(engine) if needs_levels(options) else engine
+
+
+def _base_engine(schema: TableSchema, options: TableOptions, *, table: str) -> MergeEngine:
     name = options.merge_engine
     if name == "first-row" and options.sequence_field:
         raise OptionError(f"table {table}: 'sequence.field' cannot be used with merge-engine first-row")

@@ -22,10 +22,14 @@ class MergeEngine:
 
     def merge(self, table: pa.Table, groups: Groups) -> pa.Table:
         """One row per surviving key of ``table`` (sorted in merge order, grouped by key)."""
+        return self.merge_indexed(table, groups)[0]
+
+    def merge_indexed(self, table: pa.Table, groups: Groups) -> tuple[pa.Table, np.ndarray]:
+        """:meth:`merge`, and the group each result row comes from (changelog pairs them)."""
         sizes = groups.sizes
         multi = sizes > 1
         if not multi.any():
-            return table
+            return table, np.arange(len(groups), dtype=np.int64)
         rows = np.flatnonzero(np.repeat(multi, sizes))
         multi_sizes = sizes[multi]
         ends = np.cumsum(multi_sizes)
@@ -34,9 +38,9 @@ class MergeEngine:
         merged_position = np.full(len(multi_sizes), -1, dtype=np.int64)
         merged_position[kept] = table.num_rows + np.arange(int(kept.sum()))
         position[multi] = merged_position
-        position = position[position >= 0]
+        surviving = np.flatnonzero(position >= 0)
         combined = pa.concat_tables([table, merged.select(table.column_names).cast(table.schema)])
-        return combined.take(int64_array(position))
+        return combined.take(int64_array(position[surviving])), surviving
 
     def merge_unsorted(self, table: pa.Table, order: pa.Array, keys: list[str]) -> pa.Table:
         """Merge a table given its merge-order permutation (see :func:`merge_permutation`).

@@ -24,6 +24,7 @@ from paimon_core.keyvalue import DELETE, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_K
 from paimon_core.manifest import DataFileMeta
 from paimon_core.merge.aggregation import Aggregation
 from paimon_core.merge.engine import MergeEngine
+from paimon_core.merge.lookup import LEVEL, LookupMerge, with_level
 from paimon_core.merge.partial_update import PartialUpdate
 from paimon_core.merge.sort import merge_permutation
 from paimon_core.options import TableOptions
@@ -88,6 +89,8 @@ class MergeSplitReader(SplitReader):
         # versions in sequence order: a stable sort on the key alone then gives merge order.
         in_sequence = all(a.max_sequence_number < b.min_sequence_number for a, b in itertools.pairwise(ordered))
         tables = [self.read_key_values(split, meta) for meta in ordered]
+        if isinstance(self.engine, LookupMerge):
+            tables = [with_level(table, meta.level) for table, meta in zip(tables, ordered)]
         if len(tables) == 1:
             merged = tables[0]
         else:
@@ -99,7 +102,7 @@ class MergeSplitReader(SplitReader):
         alive = pc.invert(pc.or_(pc.equal(kinds, UPDATE_BEFORE), pc.equal(kinds, DELETE)))
         if not pc.all(alive).as_py():
             merged = merged.filter(alive)
-        return merged.drop_columns([SEQUENCE_NUMBER, VALUE_KIND])
+        return merged.drop_columns([c for c in (SEQUENCE_NUMBER, VALUE_KIND, LEVEL) if c in merged.column_names])
 
     def read_values(self, split: DataSplit, meta: DataFileMeta) -> pa.Table:
         """A file's rows without system columns (for files that need no merge)."""

@@ -78,3 +78,19 @@ def test_we_read_the_changelog_pypaimon_wrote(tmp_path: Path, oracle: Oracle) ->
     batches = list(table.stream("latest-full", until_latest=True))
     assert [b.initial for b in batches] == [True]
     assert batches[0].data.num_rows == table.read().num_rows
+
+
+@pytest.mark.parametrize("producer", ["full-compaction", "lookup"])
+def test_pypaimon_streams_the_changelog_our_compactions_produce(tmp_path: Path, oracle: Oracle,
+                                                                 producer: str) -> None:
+    catalog = pc.Catalog(str(tmp_path))
+    catalog.create_database("db")
+    table = catalog.create_table("db.c", schema=SCHEMA, primary_keys=["id"], options={
+        "bucket": "2", "rowkind.field": "rk", "changelog-producer": producer,
+        "num-sorted-run.compaction-trigger": "3", "write-buffer-size": "4 kb"})
+    for batch in commits(6, 8, deletes=True):
+        table.write(batch)  # each commit is compacted right after: its changes land in a COMPACT snapshot
+    kinds = {r for b in table.iter_changes() for r in b.data.column("_row_kind").to_pylist()}
+    assert kinds == {"+I", "-U", "+U", "-D"}
+    assert all(b.commit_kind == "COMPACT" for b in table.iter_changes())
+    assert assert_changes_match(table, oracle, tmp_path) > 100
