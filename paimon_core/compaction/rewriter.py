@@ -24,7 +24,7 @@ from paimon_core.errors import OptionError
 from paimon_core.fileio import FileIO
 from paimon_core.keyvalue import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE, VALUE_KIND, KeyValueLayout
 from paimon_core.layout import TablePaths
-from paimon_core.manifest import FILE_SOURCE_COMPACT, DataFileMeta
+from paimon_core.manifest import FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT, DataFileMeta
 from paimon_core.merge import engine_for
 from paimon_core.merge.engine import MergeEngine
 from paimon_core.merge.lookup import LookupMerge, with_level
@@ -81,14 +81,15 @@ class _TableFiles:
         return DataSplit(0, self.schema.id, partition.row, partition.values, bucket, ())
 
     def writer(self, partition: Partition, bucket: int, *, file_schema: pa.Schema, content: object,
-               level: int, primary_key: bool, prefix: str | None = None) -> RollingFileWriter:
+               level: int, primary_key: bool, changelog: bool = False) -> RollingFileWriter:
+        """Compaction output; ``changelog``: a changelog file (named and sourced as Java's)."""
         return RollingFileWriter(
             self.file_io, self.paths.bucket_dir(partition.path, bucket), file_schema=file_schema,
             stats_fields=self.schema.fields, content=content,  # type: ignore[arg-type]
             schema_id=self.schema.id, options=self.options,
             target_size=self.options.target_file_size_for(primary_key=primary_key),
-            prefix=self.options.data_file_prefix if prefix is None else prefix, level=level,
-            file_source=FILE_SOURCE_COMPACT)
+            prefix=self.options.changelog_file_prefix if changelog else self.options.data_file_prefix, level=level,
+            file_source=FILE_SOURCE_APPEND if changelog else FILE_SOURCE_COMPACT)
 
 
 class _Changelog:
@@ -182,7 +183,7 @@ class MergeTreeRewriter(_TableFiles):
         key_fields = self.layout.key_fields()
         writer = output.track(self.writer(
             partition, bucket, file_schema=self.layout.file_schema(), content=lambda: KeyValueContent(key_fields),
-            level=task.output_level, primary_key=True, prefix=self.options.changelog_file_prefix))
+            level=task.output_level, primary_key=True, changelog=True))
         return _Changelog(writer, self.layout, min(ROW_GROUP_BYTES, self.memory_budget))
 
     def _insert_all(self, split: DataSplit, meta: DataFileMeta, changelog: _Changelog) -> None:

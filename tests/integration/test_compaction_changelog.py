@@ -16,6 +16,8 @@ import pyarrow as pa
 import pytest
 
 import paimon_core as pc
+from paimon_core.manifest import FILE_SOURCE_APPEND
+from paimon_core.read.changes import change_entries
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string()), ("n", pa.int64()),
                     ("rk", pa.string())])
@@ -185,4 +187,8 @@ def test_full_compaction_changelog_files_are_paimon_changelog_files(catalog: pc.
     assert snapshot.changelog_manifest_list is not None
     assert snapshot.changelog_record_count == result.changelog_rows == table.read().num_rows
     names = [p.name for p in Path(table.uri.removeprefix("file://")).rglob("changelog-*.parquet")]
-    assert len(names) >= 1
+    entries = change_entries(table.file_io, table.paths, snapshot, primary_key=True, producer="full-compaction")
+    assert sorted(e.file.file_name for e in entries) == sorted(names) and names
+    # as Java writes them: at the compaction's output level, sourced APPEND
+    assert {(e.file.level, e.file.file_source) for e in entries} == {(table.options.num_levels - 1,
+                                                                        FILE_SOURCE_APPEND)}
