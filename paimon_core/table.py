@@ -247,17 +247,11 @@ class Table:
         """
         snapshot, schema = self._read_target(snapshot_id, timestamp_ms, tag)
         reader = self._reader(schema, columns, filter)
-        splits = self._splits(snapshot, schema, reader)
-        tables = [t for t in reader.read_splits(splits) if t.num_rows]
-        if not tables:
-            return reader.output_schema.empty_table()
-        return pa.concat_tables(tables)
+        return _read_all(reader, self._splits(snapshot, schema, reader))
 
     def read_split(self, split: DataSplit, columns: Sequence[str] | None = None) -> pa.Table:
         """Read one split from :meth:`plan` (e.g. to spread a read over workers)."""
-        reader = self._reader(self.schemas.schema(split.schema_id), columns, None)
-        tables = list(reader.read_splits([split]))
-        return pa.concat_tables(tables) if tables else reader.output_schema.empty_table()
+        return _read_all(self._reader(self.schemas.schema(split.schema_id), columns, None), [split])
 
     def to_pandas(self, columns: Sequence[str] | None = None, filter: Any = None, *,
                   snapshot_id: int | None = None, timestamp_ms: int | None = None,
@@ -357,8 +351,7 @@ class Table:
             keep = (lambda f: f.level > 0) if producer == "lookup" else (
                 lambda f: f.level == self.options.num_levels - 1)
             splits = [replace(s, files=tuple(f for f in s.files if keep(f))) for s in splits]
-        tables = [t for t in reader.read_splits(splits) if t.num_rows]
-        data = pa.concat_tables(tables) if tables else reader.output_schema.empty_table()
+        data = _read_all(reader, splits)
         data = data.add_column(0, pa.field(ROW_KIND, pa.string(), False), pa.repeat(pa.scalar("+I"), data.num_rows))
         return ChangeBatch(snapshot_id, snapshot.commit_kind, data, initial=True)
 
@@ -633,6 +626,11 @@ class TableWrite:
         if self._sink is not None:
             return self._sink.writer.buffered_bytes
         return self._appender.buffered_bytes if self._appender is not None else 0
+
+
+def _read_all(reader: SplitReader, splits: Sequence[DataSplit]) -> pa.Table:
+    tables = [t for t in reader.read_splits(splits) if t.num_rows]
+    return pa.concat_tables(tables) if tables else reader.output_schema.empty_table()
 
 
 def _internal_scalar(value: Any, arrow_type: pa.DataType) -> pa.Scalar:

@@ -20,9 +20,10 @@ from paimon_core.keyvalue import VALUE_KIND
 from paimon_core.layout import TablePaths
 from paimon_core.manifest import ADD, DataFileMeta, ManifestEntry, read_manifest_list
 from paimon_core.options import TableOptions
+from paimon_core.prefetch import mapped_in_order
 from paimon_core.read.merge_read import MergeSplitReader
 from paimon_core.read.scan import DataSplit, PartitionDecoder, read_entries
-from paimon_core.read.split_read import SplitReader
+from paimon_core.read.split_read import READ_THREADS, SplitReader
 from paimon_core.schema import TableSchema
 from paimon_core.snapshot import Snapshot
 
@@ -83,10 +84,9 @@ class ChangeReader:
         return pa.concat_tables(tables) if tables else self.output_schema.empty_table()
 
     def iter_tables(self, splits: Sequence[DataSplit]) -> Iterator[pa.Table]:
-        """One table per file, in split and commit order."""
-        for split in splits:
-            for meta in split.files:
-                yield self.read_file(split, meta)
+        """One table per file, in split and commit order (a few files read at a time)."""
+        tasks = [(split, meta) for split in splits for meta in split.files]
+        return mapped_in_order(lambda task: self.read_file(*task), tasks, READ_THREADS)
 
     def read_file(self, split: DataSplit, meta: DataFileMeta) -> pa.Table:
         reader = self.reader

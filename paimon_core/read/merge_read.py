@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import pyarrow as pa
@@ -28,6 +27,7 @@ from paimon_core.merge.lookup import LEVEL, LookupMerge, with_level
 from paimon_core.merge.partial_update import PartialUpdate
 from paimon_core.merge.sort import merge_permutation
 from paimon_core.options import TableOptions
+from paimon_core.prefetch import mapped_in_order
 from paimon_core.read.predicate import Junction, Predicate
 from paimon_core.read.scan import DataSplit
 from paimon_core.read.split_read import READ_THREADS, SplitReader
@@ -63,18 +63,8 @@ class MergeSplitReader(SplitReader):
     def read_splits(self, splits: Sequence[DataSplit]) -> Iterator[pa.Table]:
         """Merged sections in order; a few are read and merged at a time in parallel."""
         work = [(split, section) for split in splits for section in sections(split.files, self.bounds)]
-        if len(work) <= 1:
-            for split, section in work:
-                yield self._finish(self.read_section(split, section))
-            return
-        with ThreadPoolExecutor(READ_THREADS) as pool:
-            window: list[Future[pa.Table]] = []
-            for split, section in work:
-                window.append(pool.submit(self.read_section, split, section))
-                if len(window) > READ_THREADS:
-                    yield self._finish(window.pop(0).result())
-            for future in window:
-                yield self._finish(future.result())
+        for merged in mapped_in_order(lambda item: self.read_section(*item), work, READ_THREADS):
+            yield self._finish(merged)
 
     def iter_batches(self, splits: Sequence[DataSplit], batch_size: int = 65536) -> Iterator[pa.RecordBatch]:
         for table in self.read_splits(splits):

@@ -8,7 +8,6 @@ vectors drop their rows; filters are then applied exactly.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
@@ -23,6 +22,7 @@ from paimon_core.fileio import FileIO
 from paimon_core.layout import TablePaths, partition_path, partition_value_string
 from paimon_core.manifest import DataFileMeta
 from paimon_core.options import TableOptions
+from paimon_core.prefetch import mapped_in_order
 from paimon_core.read.predicate import Predicate
 from paimon_core.read.scan import DataSplit, DeletionFile
 from paimon_core.schema import TableSchema
@@ -65,18 +65,7 @@ class SplitReader:
     def read_splits(self, splits: Sequence[DataSplit]) -> Iterator[pa.Table]:
         """One table per data file, in split order; files are read a few at a time in parallel."""
         tasks = [(split, meta) for split in splits for meta in split.files]
-        if len(tasks) <= 1:
-            for split, meta in tasks:
-                yield self.read_file(split, meta)
-            return
-        with ThreadPoolExecutor(READ_THREADS) as pool:
-            window = []
-            for split, meta in tasks:
-                window.append(pool.submit(self.read_file, split, meta))
-                if len(window) > READ_THREADS:
-                    yield window.pop(0).result()
-            for future in window:
-                yield future.result()
+        return mapped_in_order(lambda task: self.read_file(*task), tasks, READ_THREADS)
 
     def iter_batches(self, splits: Sequence[DataSplit], batch_size: int = 65536) -> Iterator[pa.RecordBatch]:
         """Stream record batches, holding at most one row group of one file at a time."""
