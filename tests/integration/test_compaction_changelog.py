@@ -164,6 +164,21 @@ def test_dedicated_compactions_of_write_only_tables(catalog: pc.Catalog, produce
     check_replay(table, producer, written, rng)
 
 
+@pytest.mark.parametrize("engine", ["deduplicate", "partial-update"])
+@pytest.mark.parametrize("producer", ["lookup", "full-compaction"])
+def test_deletion_vector_tables_produce_the_same_changelog(catalog: pc.Catalog, producer: str, engine: str) -> None:
+    table = make_table(catalog, f"dv_{producer}_{engine}".replace("-", "_"), producer, engine,
+                       **{"deletion-vectors.enabled": "true"})
+    written: dict[int, set[int]] = {}
+    batches = history(21, 12, engine)
+    for batch in batches:
+        snapshot = table.write(batch)
+        assert snapshot is not None
+        written[snapshot] = set(batch.column("id").to_pylist())
+    assert rows(table.read()) == model(batches, engine)
+    check_replay(table, producer, written, random.Random(5))
+
+
 @pytest.mark.parametrize("producer", ["lookup", "full-compaction"])
 def test_row_deduplicate_drops_updates_that_change_nothing(catalog: pc.Catalog, producer: str) -> None:
     table = make_table(catalog, f"dedupe_{producer}".replace("-", "_"), producer, "deduplicate",
