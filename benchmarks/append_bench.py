@@ -13,7 +13,6 @@ See benchmarks/README.md.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import shutil
 import sys
@@ -29,7 +28,6 @@ import paimon_core
 log = logging.getLogger("append_bench")
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
 ENGINES = ("pyarrow", "ours", "pypaimon")
 # One step script per engine, so that a step process imports only its own engine.
 SCRIPTS = {"pyarrow": "bench_pyarrow.py", "ours": "bench_ours.py", "pypaimon": "bench_oracle.py"}
@@ -45,6 +43,11 @@ class Step:
     target: str
     fresh: bool = False  # delete the target before every repetition
     buffer: str | None = None
+
+    @property
+    def key(self) -> str:
+        """The same step of another engine has the same key."""
+        return self.name
 
 
 Outcome = bc.Outcome[Step]
@@ -123,13 +126,9 @@ def run_size(rows: int, args: argparse.Namespace) -> SizeRun:
     outcomes = []
     for phase in phases(args.stream_buffers):
         results = [Outcome(step) for step in phase]
-        for index in range(args.reps):
-            for outcome in results:
-                rep, outcome.check = run_rep(outcome.step, rows, data, tables, expected, args)
-                outcome.reps.append(rep)
-                log.info("%s rows  %-8s %-14s rep %d/%d: %7.3f s  peak RSS %6.0f MiB", f"{rows:,}",
-                         outcome.step.engine, outcome.step.name, index + 1, args.reps, rep.seconds,
-                         rep.peak_rss_mib)
+        bc.run_interleaved(results, lambda step: run_rep(step, rows, data, tables, expected, args),
+                           reps=lambda step: args.reps,
+                           describe=lambda step: f"{rows:,} rows  {step.engine:<8} {step.name:<14}")
         outcomes.extend(results)
     if not args.keep:
         shutil.rmtree(tables, ignore_errors=True)
@@ -138,16 +137,7 @@ def run_size(rows: int, args: argparse.Namespace) -> SizeRun:
 
 # ---- report ------------------------------------------------------------------------------------
 
-def ratio(outcomes: list[Outcome], step: Step, other: str) -> str:
-    if step.engine != "ours":
-        return ""
-    peers = [o for o in outcomes if o.step.engine == other and o.step.name == step.name]
-    if not peers:
-        return "n/a"
-    ours = next(o for o in outcomes if o.step == step)
-    return f"{ours.median('seconds') / peers[0].median('seconds'):.2f}x"
-
-
+PEERS = ("pyarrow", "pypaimon")  # ratio columns: ours / peer
 COLUMNS = ("engine", "step", "seconds (median)", "min-max", "CPU s", "rows/s", "peak RSS MiB",
            "RSS before step MiB", "ours/pyarrow", "ours/pypaimon")
 
@@ -157,7 +147,7 @@ def table_row(rows: int, outcomes: list[Outcome], o: Outcome) -> list[str]:
     return [o.step.engine, o.step.name, f"{seconds:.3f}", o.spread(), f"{o.median('cpu_seconds'):.2f}",
             f"{rows / seconds / 1e6:.2f} M",
             f"{o.median('peak_rss_mib'):.0f}", f"{o.median('base_rss_mib'):.0f}",
-            ratio(outcomes, o.step, "pyarrow"), ratio(outcomes, o.step, "pypaimon")]
+            *bc.ratio_cells(outcomes, o.step, PEERS, digits=2, missing="n/a")]
 
 
 def markdown(rows: int, outcomes: list[Outcome]) -> str:
@@ -175,27 +165,10 @@ def stream_note(outcomes: list[Outcome]) -> str:
     return "Streaming ingest (ours): " + "; ".join(parts) + "." if parts else ""
 
 
-def cross_check(run: SizeRun) -> None:
-    """Every engine must have returned the same fingerprint for the same read."""
-    for action in ("read", "filtered_read"):
-        checks = {o.step.engine: o.check for o in run.outcomes if o.step.action == action}
-        if len({json.dumps(c, sort_keys=True) for c in checks.values()}) != 1:
-            raise SystemExit(f"CORRECTNESS FAILURE at {run.rows:,} rows: {action} results differ: {checks}")
-
-
-def versions(oracle_python: Path) -> dict[str, str]:
-    pypaimon, oracle_pyarrow = bc.venv_versions(oracle_python, ["pypaimon", "pyarrow"])
-    host = bc.host_versions()
-    return {"python": host.pop("python"), "pyarrow": host.pop("pyarrow"),
-            "paimon_core": paimon_core.__version__, "pypaimon": pypaimon,
-            "pyarrow (oracle venv)": oracle_pyarrow, **host}
-
-
 def save(path: Path, meta: dict[str, Any], runs: list[SizeRun]) -> None:
     sizes = [{"rows": run.rows, "input_mib": round(run.input_mib, 1),
               "steps": [o.to_json() for o in run.outcomes]} for run in runs]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"meta": meta, "sizes": sizes}, indent=1))
+    bc.save_json(path, {"meta": meta, "sizes": sizes})
 
 
 def render(run: SizeRun) -> str:
@@ -209,17 +182,11 @@ def render(run: SizeRun) -> str:
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000])
-    parser.add_argument("--reps", type=int, help="processes per step (default 3, 1 with --quick)")
     parser.add_argument("--quick", action="store_true", help="smoke run: 200k rows, 1 repetition")
     parser.add_argument("--stream-buffers", nargs="+", default=["64 mb", "256 mb"],
                         help="write-buffer-size values of the streaming-ingest steps")
-    parser.add_argument("--work", type=Path, default=REPO / ".bench" / "append_bench",
-                        help="inputs and tables go here (deleted afterwards unless --keep)")
-    parser.add_argument("--json", type=Path, default=REPO / ".bench" / "append_bench.json")
-    parser.add_argument("--oracle-python", type=Path, default=REPO / ".venv-oracle" / "bin" / "python")
-    parser.add_argument("--quiet-wait", type=float, default=5.0,
-                        help=f"seconds to wait for CPU pressure below {bc.PSI_QUIET:.0f}%% before each step")
-    parser.add_argument("--keep", action="store_true", help="keep the inputs and tables")
+    parser.add_argument("--oracle-python", type=Path, default=bc.REPO / ".venv-oracle" / "bin" / "python")
+    bc.add_driver_options(parser, "append_bench")
     args = parser.parse_args()
     if args.quick:
         args.rows = [200_000]
@@ -231,25 +198,21 @@ def parse_args() -> argparse.Namespace:
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     args = parse_args()
-    meta = {"versions": versions(args.oracle_python), "started": time.strftime("%Y-%m-%d %H:%M:%S"),
-            "reps": args.reps, "stream_buffers": args.stream_buffers}
+    meta = {"versions": bc.driver_versions(paimon_core.__version__, oracle_python=args.oracle_python),
+            "started": time.strftime("%Y-%m-%d %H:%M:%S"), "reps": args.reps,
+            "stream_buffers": args.stream_buffers}
     runs: list[SizeRun] = []
     try:
         for rows in sorted(args.rows):
             runs.append(run_size(rows, args))
-            cross_check(runs[-1])
+            bc.cross_check(runs[-1].outcomes, ("read", "filtered_read"), f" at {rows:,} rows")
             meta["paimon_core sources after run"] = bc.source_digest()
             save(args.json, meta, runs)
     finally:
         if not args.keep:
             bc.remove_work(args.work, ["data", "tables"])
-    print(f"\nAppend-table benchmark: {args.reps} process(es) per step, median step seconds; "
-          + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()))
-    if meta.get("paimon_core sources after run") != meta["versions"]["paimon_core sources"]:
-        print("\nWARNING: paimon_core's sources changed during this run; its results mix code versions.")
-    for run in runs:
-        print(f"\n{render(run)}")
-    print(f"\nsaved {args.json}")
+    bc.print_report(f"Append-table benchmark: {args.reps} process(es) per step, median step seconds", meta,
+                    "\n\n".join(render(run) for run in runs), args.json)
 
 
 if __name__ == "__main__":

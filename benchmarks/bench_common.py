@@ -1,7 +1,8 @@
 """Shared by the benchmark drivers and their step processes.
 
 Step side: the append benchmark's dataset, the step command line, timing and result lines.
-Driver side: running a step in a fresh process, CPU pressure, medians, Markdown, code versions.
+Driver side: running steps in fresh processes (interleaved repetitions), CPU pressure, medians,
+ratios and performance targets, Markdown, profiles, versions, and the delta-rs virtualenv.
 
 This module must run in every benchmark virtualenv (ours with pyarrow 26, the oracle with pyarrow
 19, the delta-rs one), so it imports nothing but the standard library, numpy and pyarrow.
@@ -12,7 +13,9 @@ from __future__ import annotations
 import argparse
 import cProfile
 import hashlib
+import io
 import json
+import logging
 import os
 import platform
 import pstats
@@ -20,20 +23,22 @@ import resource
 import shutil
 import statistics
 import subprocess
+import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from concurrent.futures import thread as futures_thread
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+log = logging.getLogger("bench_common")
+
 T = TypeVar("T")
-S = TypeVar("S")
 REPO = Path(__file__).resolve().parent.parent
 RESULT_PREFIX = "BENCH_RESULT "
 SEED = 20240101
@@ -268,7 +273,7 @@ def measure(action: Callable[[], T], profile: Path | None = None) -> tuple[T, Ti
     return result, timing
 
 
-def report(timing: Timing, check: dict[str, int]) -> None:
+def report(timing: Timing, check: dict[str, Any]) -> None:
     """Print the one result line the driver parses."""
     record = {"seconds": round(timing.seconds, 4), "cpu_seconds": round(timing.cpu_seconds, 3),
               "base_rss_mib": round(timing.base_rss_mib, 1), "peak_rss_mib": round(timing.peak_rss_mib, 1),
@@ -351,7 +356,7 @@ class Rep:
     cpu_pressure: float | None
 
 
-def run_measured(argv: list[str], quiet_wait: float) -> tuple[Rep, dict[str, int]]:
+def run_measured(argv: list[str], quiet_wait: float) -> tuple[Rep, dict[str, Any]]:
     """Wait for a quiet CPU, run one step process; (its repetition, its correctness check)."""
     pressure = wait_quiet(quiet_wait)
     result, wall = run_child(argv)
@@ -360,13 +365,30 @@ def run_measured(argv: list[str], quiet_wait: float) -> tuple[Rep, dict[str, int
     return rep, result["check"]
 
 
+class StepLike(Protocol):
+    """What the shared driver helpers need of a benchmark's own step description (a dataclass)."""
+
+    @property
+    def engine(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def key(self) -> Hashable:
+        """The step's identity across engines: the same key is the same step of another engine."""
+
+
+S = TypeVar("S", bound=StepLike)
+
+
 @dataclass(slots=True)
 class Outcome(Generic[S]):
     """Every repetition of one step (a benchmark's own step description)."""
 
     step: S
     reps: list[Rep] = field(default_factory=list)
-    check: dict[str, int] = field(default_factory=dict)
+    check: dict[str, Any] = field(default_factory=dict)
 
     def median(self, name: str) -> float:
         return statistics.median(getattr(rep, name) for rep in self.reps)
@@ -379,8 +401,115 @@ class Outcome(Generic[S]):
         return {**asdict(self.step), "check": self.check,  # type: ignore[call-overload]
                 "reps": [asdict(r) for r in self.reps], "median_seconds": self.median("seconds"),
                 "median_cpu_seconds": self.median("cpu_seconds"),
-                "median_peak_rss_mib": self.median("peak_rss_mib")}
+                "median_peak_rss_mib": self.median("peak_rss_mib"), "name": self.step.name}
 
+
+def run_interleaved(outcomes: Sequence[Outcome[Any]], run_rep: Callable[[Any], tuple[Rep, dict[str, Any]]], *,
+                    reps: Callable[[Any], int], describe: Callable[[Any], str]) -> None:
+    """Run ``reps(step)`` repetitions of every step, the steps alternating within each repetition.
+
+    Machine load that drifts over a run then falls on all of them alike. ``run_rep`` runs one
+    repetition and returns it with its correctness check; the last check is kept.
+    """
+    for index in range(max((reps(o.step) for o in outcomes), default=0)):
+        for outcome in outcomes:
+            total = reps(outcome.step)
+            if index >= total:
+                continue
+            rep, outcome.check = run_rep(outcome.step)
+            outcome.reps.append(rep)
+            log.info("%s rep %d/%d: %7.3f s  peak RSS %6.0f MiB", describe(outcome.step), index + 1, total,
+                     rep.seconds, rep.peak_rss_mib)
+
+
+# ---- ratios and performance targets -------------------------------------------------------------
+
+def find(outcomes: Iterable[Outcome[Any]], engine: str, key: Hashable) -> Outcome[Any] | None:
+    """The outcome of ``engine``'s step ``key``, if it ran."""
+    return next((o for o in outcomes if o.step.engine == engine and o.step.key == key), None)
+
+
+def peer_ratio(outcomes: Sequence[Outcome[Any]], key: Hashable, peer: str, engine: str = "ours") -> float | None:
+    """``engine`` / ``peer`` median seconds of the step ``key``, if both ran."""
+    ours, other = find(outcomes, engine, key), find(outcomes, peer, key)
+    return None if ours is None or other is None else ours.median("seconds") / other.median("seconds")
+
+
+def ratio_cells(outcomes: Sequence[Outcome[Any]], step: StepLike, peers: Sequence[str], *, digits: int = 3,
+                missing: str = "") -> list[str]:
+    """A table row's ratio columns: ours / each peer on ours' rows (``missing`` where the peer did
+    not run), blank on the peers' rows."""
+    if step.engine != "ours":
+        return [""] * len(peers)
+    ratios = (peer_ratio(outcomes, step.key, peer) for peer in peers)
+    return [missing if r is None else f"{r:.{digits}f}x" for r in ratios]
+
+
+@dataclass(frozen=True, slots=True)
+class Target(Generic[S]):
+    """ours / ``peer`` median seconds of ours' ``step`` must not exceed ``max_ratio`` (or stay below it)."""
+
+    label: str
+    step: S  # ours' step; the peer's is the one with the same key
+    peer: str
+    max_ratio: float
+    strict: bool = False  # the ratio must stay below max_ratio
+    throughput: bool = False  # stated as ours' rows/s relative to the peer's (= 1 / ratio)
+
+    def met(self, ratio: float | None) -> bool:
+        return ratio is not None and (ratio < self.max_ratio if self.strict else ratio <= self.max_ratio)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict(Generic[S]):
+    """A target and the ratio measured for it (None when a side did not run)."""
+
+    target: Target[S]
+    ratio: float | None
+
+    @property
+    def passed(self) -> bool:
+        return self.target.met(self.ratio)
+
+    def render(self) -> str:
+        target, ratio = self.target, self.ratio
+        if ratio is None:
+            return f"FAIL  {target.label}: not measured"
+        passed = "PASS" if self.passed else "FAIL"
+        if target.throughput:
+            return (f"{passed}  {target.label}: ours' rows/s = {100 / ratio:.0f}% of {target.peer}'s "
+                    f"(ours/{target.peer} seconds {ratio:.3f}x; target >= {100 / target.max_ratio:.0f}%)")
+        bound = "<" if target.strict else "<="
+        return (f"{passed}  {target.label}: ours/{target.peer} = {ratio:.3f}x "
+                f"(target {bound} {target.max_ratio:.3f}x)")
+
+    def to_json(self) -> dict[str, Any]:
+        target = self.target
+        where = {k: v for k, v in asdict(target.step).items() if k != "engine"}  # type: ignore[call-overload]
+        return {"label": target.label, **where, "peer": target.peer, "max_ratio": target.max_ratio,
+                "strict": target.strict, "throughput": target.throughput, "ratio": self.ratio,
+                "passed": self.passed}
+
+
+def cross_check(outcomes: Sequence[Outcome[Any]], keys: Iterable[Hashable], where: str = "") -> None:
+    """Every engine must have returned the same check for each step in ``keys``; aborts if not."""
+    for key in keys:
+        checks = {o.step.engine: o.check for o in outcomes if o.step.key == key}
+        if len({json.dumps(c, sort_keys=True) for c in checks.values()}) > 1:
+            raise SystemExit(f"CORRECTNESS FAILURE{where}: {key} results differ: {checks}")
+
+
+def verdicts(outcomes: Sequence[Outcome[Any]], targets: Iterable[Target[Any]]) -> list[Verdict[Any]]:
+    return [Verdict(t, peer_ratio(outcomes, t.step.key, t.peer, t.step.engine)) for t in targets]
+
+
+def render_verdicts(results: Iterable[Verdict[Any]]) -> str:
+    """The PASS/FAIL lines, fenced, under a ``Targets:`` heading."""
+    lines = "\n".join(v.render() for v in results)
+    return f"Targets:\n\n```\n{lines}\n```"
+
+
+# ---- report -------------------------------------------------------------------------------------
 
 def markdown(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
     lines = [header, ["---"] * len(header), *rows]
@@ -395,12 +524,54 @@ def pressure_note(outcomes: Iterable[Outcome[Any]]) -> str:
             f"{statistics.median(readings):.0f}%, max {max(readings):.0f}%.")
 
 
+def top_functions(path: Path, top: int, orders: Sequence[str] = ("cumulative",)) -> str:
+    """The ``top`` functions of a cProfile dump, sorted by each of ``orders`` in turn."""
+    buffer = io.StringIO()
+    stats = pstats.Stats(str(path), stream=buffer)
+    for order in orders:
+        stats.sort_stats(order).print_stats(top)
+    return buffer.getvalue()
+
+
+def profile_texts(profile: Path, name: str, top: int, orders: Sequence[str] = ("cumulative",)) -> dict[str, str]:
+    """:func:`top_functions` of a step's profile and of its thread-pool work items, by title.
+
+    Each text is also saved next to its ``.prof`` file, as ``.txt``.
+    """
+    texts = {}
+    for title, path in ((name, profile), (f"{name}, thread-pool work items", worker_profile_path(profile))):
+        if path.exists():
+            texts[title] = top_functions(path, top, orders)
+            path.with_suffix(".txt").write_text(texts[title])
+    return texts
+
+
+def save_json(path: Path, document: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document, indent=1))
+
+
+# ---- code and package versions ------------------------------------------------------------------
+
 def source_digest() -> str:
     """Digest of paimon_core's sources, to notice when the code under test changes during a run."""
     digest = hashlib.sha256()
     for path in sorted((REPO / "paimon_core").rglob("*.py")):
         digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
+
+
+def print_report(title: str, meta: dict[str, Any], report: str, json_path: Path,
+                 profiles: dict[str, str] | None = None, profile_note: str = "") -> None:
+    """Print a run's title with the versions in ``meta``, a warning if paimon_core's sources changed
+    during the run, the report, the profile texts (titled ``profile_note``) and where the JSON went."""
+    print(f"\n{title}; " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()))
+    if meta.get("paimon_core sources after run") != meta["versions"]["paimon_core sources"]:
+        print("\nWARNING: paimon_core's sources changed during this run; its results mix code versions.")
+    print(f"\n{report}")
+    for name, text in (profiles or {}).items():
+        print(f"\ncProfile of ours, {name} ({profile_note}):\n{text}")
+    print(f"\nsaved {json_path}")
 
 
 def git_head() -> str:
@@ -423,6 +594,62 @@ def venv_versions(python: Path, packages: Sequence[str]) -> list[str]:
         [str(python), "-c", f"import importlib.metadata as m; print(*(m.version(p) for p in ({names},)))"],
         capture_output=True, text=True, check=True)
     return probe.stdout.split()
+
+
+def driver_versions(paimon_core_version: str, *, oracle_python: Path | None = None,
+                    delta_python: Path | None = None) -> dict[str, str]:
+    """The versions a report states: this venv's, paimon_core's, and those of the peers' venvs.
+
+    ``paimon_core_version`` comes from the caller, since this module must not import paimon_core.
+    """
+    host = host_versions()
+    versions = {"python": host.pop("python"), "pyarrow": host.pop("pyarrow"), "paimon_core": paimon_core_version}
+    if oracle_python is not None:
+        pypaimon, oracle_pyarrow = venv_versions(oracle_python, ["pypaimon", "pyarrow"])
+        versions.update({"pypaimon": pypaimon, "pyarrow (oracle venv)": oracle_pyarrow})
+    if delta_python is not None:
+        deltalake, delta_pyarrow = venv_versions(delta_python, ["deltalake", "pyarrow"])
+        versions.update({"deltalake": deltalake, "pyarrow (delta venv)": delta_pyarrow})
+    return {**versions, **host}
+
+
+# ---- driver command line, work directories, the delta-rs virtualenv ------------------------------
+
+DELTALAKE_VERSION = "1.6.6"
+DELTA_VENV_PACKAGES = (f"deltalake=={DELTALAKE_VERSION}", "pyarrow", "numpy")
+
+
+def add_driver_options(parser: argparse.ArgumentParser, name: str, *, delta: bool = False) -> None:
+    """The options every benchmark driver shares: --reps, --work, --json, --quiet-wait, --keep, and
+    with ``delta`` --delta-venv. ``name`` names the benchmark's work folder and JSON under .bench/."""
+    parser.add_argument("--reps", type=int, help="processes per step (default 3, 1 with --quick)")
+    parser.add_argument("--work", type=Path, default=REPO / ".bench" / name,
+                        help="inputs and tables go here (deleted afterwards unless --keep)")
+    parser.add_argument("--json", type=Path, default=REPO / ".bench" / f"{name}.json")
+    if delta:
+        parser.add_argument("--delta-venv", type=Path, default=REPO / ".venv-bench",
+                            help=f"virtualenv for deltalake {DELTALAKE_VERSION} (created when missing)")
+    parser.add_argument("--quiet-wait", type=float, default=5.0,
+                        help=f"seconds to wait for CPU pressure below {PSI_QUIET:.0f}%% before each step")
+    parser.add_argument("--keep", action="store_true", help="keep the inputs and tables")
+
+
+def ensure_delta_venv(venv: Path) -> Path:
+    """The python of ``venv``, created (from this interpreter's base) with deltalake if needed."""
+    python = venv / "bin" / "python"
+    if python.exists():
+        try:
+            if venv_versions(python, ["deltalake"]) == [DELTALAKE_VERSION]:
+                return python
+        except subprocess.CalledProcessError:
+            pass
+    else:
+        log.info("creating virtualenv %s", venv)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    log.info("installing %s into %s", " ".join(DELTA_VENV_PACKAGES), venv)
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                    *DELTA_VENV_PACKAGES], check=True)
+    return python
 
 
 def remove_work(work: Path, names: Sequence[str]) -> None:

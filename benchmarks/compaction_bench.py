@@ -19,10 +19,7 @@ and saves everything to .bench/compaction_bench.json. See benchmarks/README.md.
 from __future__ import annotations
 
 import argparse
-import io
-import json
 import logging
-import pstats
 import shutil
 import sys
 import time
@@ -32,14 +29,12 @@ from typing import Any
 
 import bench_common as bc
 import bench_compaction_common as cc
-from pk_bench import ensure_delta_venv
 
 import paimon_core
 
 log = logging.getLogger("compaction_bench")
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
 ENGINES = ("pyarrow", "ours", "delta")
 SCRIPTS = {"pyarrow": "bench_compaction_pyarrow.py", "ours": "bench_compaction_ours.py",
            "delta": "bench_compaction_delta.py"}
@@ -59,6 +54,7 @@ class Step:
 
     @property
     def key(self) -> tuple[str, str, str]:
+        """The same step of another engine has the same key."""
         return self.scenario, self.action, self.state
 
     @property
@@ -88,30 +84,15 @@ class Step:
 
 
 Outcome = bc.Outcome[Step]
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    """ours / peer median seconds of one step must not exceed ``max_ratio``."""
-
-    label: str
-    scenario: str
-    action: str
-    peer: str
-    max_ratio: float
-    throughput: bool = False  # stated as ours' rows/s relative to the peer's (= 1 / ratio)
-
-    def met(self, ratio: float | None) -> bool:
-        return ratio is not None and ratio <= self.max_ratio
-
+Target = bc.Target  # bc.Target[Step] cannot be called: frozen slots dataclasses reject __orig_class__
 
 TARGETS = [target for scenario in cc.SCENARIOS for target in (
-    Target(f"{scenario} full compaction: ours >= 50% of raw pyarrow's throughput", scenario, "compact", "pyarrow",
-           2.0, throughput=True),
-    Target(f"{scenario} full compaction: ours within 1.2x of delta-rs optimize.compact", scenario, "compact",
-           "delta", 1.2),
-    Target(f"{scenario} read after compaction: ours within 1.3x of raw pyarrow pq.read_table", scenario, "read",
-           "pyarrow", 1.3),
+    Target(f"{scenario} full compaction: ours >= 50% of raw pyarrow's throughput", Step("ours", scenario, "compact"),
+           "pyarrow", 2.0, throughput=True),
+    Target(f"{scenario} full compaction: ours within 1.2x of delta-rs optimize.compact",
+           Step("ours", scenario, "compact"), "delta", 1.2),
+    Target(f"{scenario} read after compaction: ours within 1.3x of raw pyarrow pq.read_table",
+           Step("ours", scenario, "read"), "pyarrow", 1.3),
 )]
 
 
@@ -223,13 +204,8 @@ def run_rep(ctx: Context, step: Step, quiet_wait: float) -> tuple[bc.Rep, dict[s
 
 def run_phase(ctx: Context, phase: list[Step], args: argparse.Namespace) -> list[Outcome]:
     results = [Outcome(step) for step in phase]
-    for index in range(args.reps):
-        for outcome in results:
-            rep, outcome.check = run_rep(ctx, outcome.step, args.quiet_wait)
-            outcome.reps.append(rep)
-            log.info("%-7s %-6s %-22s rep %d/%d: %7.3f s  peak RSS %6.0f MiB", outcome.step.engine,
-                     outcome.step.scenario, outcome.step.name, index + 1, args.reps, rep.seconds,
-                     rep.peak_rss_mib)
+    bc.run_interleaved(results, lambda step: run_rep(ctx, step, args.quiet_wait), reps=lambda step: args.reps,
+                       describe=lambda step: f"{step.engine:<7} {step.scenario:<6} {step.name:<22}")
     for outcome in results:
         if outcome.step.action == "compact":  # keep the last repetition's result for the reads after it
             done = ctx.compacted / outcome.step.engine / outcome.step.scenario
@@ -251,35 +227,11 @@ def profile_ours(ctx: Context, directory: Path, scenarios: list[str]) -> dict[st
             bc.run_child(command(ctx, "ours", step.action, scenario, target, *extra, "--profile", str(out)))
             if step.action == "compact":
                 shutil.rmtree(target, ignore_errors=True)
-            workers = bc.worker_profile_path(out)
-            for name, path in ((f"{scenario} {step.name}", out),
-                               (f"{scenario} {step.name}, thread-pool work items", workers)):
-                if path.exists():
-                    texts[name] = top_functions(path)
-                    path.with_suffix(".txt").write_text(texts[name])
+            texts.update(bc.profile_texts(out, f"{scenario} {step.name}", PROFILE_TOP, ("cumulative", "tottime")))
     return texts
 
 
-def top_functions(path: Path) -> str:
-    """The top functions by cumulative time, then by own time."""
-    buffer = io.StringIO()
-    stats = pstats.Stats(str(path), stream=buffer)
-    stats.sort_stats("cumulative").print_stats(PROFILE_TOP)
-    stats.sort_stats("tottime").print_stats(PROFILE_TOP)
-    return buffer.getvalue()
-
-
 # ---- report -------------------------------------------------------------------------------------
-
-def find(outcomes: list[Outcome], engine: str, key: tuple[str, str, str]) -> Outcome | None:
-    return next((o for o in outcomes if o.step.engine == engine and o.step.key == key), None)
-
-
-def peer_ratio(outcomes: list[Outcome], key: tuple[str, str, str], peer: str) -> float | None:
-    """ours / peer median seconds of the same step, if both ran."""
-    ours, other = find(outcomes, "ours", key), find(outcomes, peer, key)
-    return None if ours is None or other is None else ours.median("seconds") / other.median("seconds")
-
 
 def rows_in(o: Outcome, facts: cc.Facts) -> int:
     """Rows a step processes: every stored version, except for a read of a compacted table."""
@@ -305,33 +257,14 @@ def table_row(facts: cc.Facts, outcomes: list[Outcome], o: Outcome) -> list[str]
     else:
         throughput = files = size = ""
         out = check["rows"]
-    ratios = [peer_ratio(outcomes, o.step.key, peer) if o.step.engine == "ours" else None for peer in PEERS]
     return [o.step.scenario, o.step.label, o.step.engine, f"{seconds:.3f}", o.spread(),
             f"{o.median('cpu_seconds'):.2f}", f"{rows / seconds / 1e6:.2f} M", throughput, f"{rows:,} → {out:,}",
             files, size, f"{o.median('peak_rss_mib'):.0f}", f"{o.median('base_rss_mib'):.0f}",
-            *("" if r is None else f"{r:.3f}x" for r in ratios)]
+            *bc.ratio_cells(outcomes, o.step, PEERS)]
 
 
-def verdicts(outcomes: list[Outcome], scenarios: list[str]) -> list[dict[str, Any]]:
-    results = []
-    for target in TARGETS:
-        if target.scenario not in scenarios:
-            continue
-        ratio = peer_ratio(outcomes, (target.scenario, target.action, "after"), target.peer)
-        results.append({**asdict(target), "ratio": ratio, "passed": target.met(ratio)})
-    return results
-
-
-def render_verdict(verdict: dict[str, Any]) -> str:
-    passed = "PASS" if verdict["passed"] else "FAIL"
-    ratio = verdict["ratio"]
-    if ratio is None:
-        return f"FAIL  {verdict['label']}: not measured"
-    if verdict["throughput"]:
-        return (f"{passed}  {verdict['label']}: ours' rows/s = {100 / ratio:.0f}% of {verdict['peer']}'s "
-                f"(ours/{verdict['peer']} seconds {ratio:.3f}x; target >= {100 / verdict['max_ratio']:.0f}%)")
-    return (f"{passed}  {verdict['label']}: ours/{verdict['peer']} = {ratio:.3f}x "
-            f"(target <= {verdict['max_ratio']:.2f}x)")
+def verdicts(outcomes: list[Outcome], scenarios: list[str]) -> list[bc.Verdict[Step]]:
+    return bc.verdicts(outcomes, (t for t in TARGETS if t.step.scenario in scenarios))
 
 
 def memory_note(outcomes: list[Outcome], facts: cc.Facts, data: Path) -> str:
@@ -349,7 +282,7 @@ def memory_note(outcomes: list[Outcome], facts: cc.Facts, data: Path) -> str:
 
 
 def render(ctx: Context, outcomes: list[Outcome], builds: dict[str, dict[str, Any]],
-           results: list[dict[str, Any]]) -> str:
+           results: list[bc.Verdict[Step]]) -> str:
     facts = ctx.facts
     table = bc.markdown(COLUMNS, (table_row(facts, outcomes, o) for o in outcomes))
     notes = [
@@ -369,22 +302,7 @@ def render(ctx: Context, outcomes: list[Outcome], builds: dict[str, dict[str, An
         memory_note(outcomes, facts, ctx.data),
         bc.pressure_note(outcomes),
     ]
-    lines = "\n".join(render_verdict(v) for v in results)
-    return f"{table}\n\n" + "\n\n".join(n for n in notes if n) + f"\n\nTargets:\n\n```\n{lines}\n```"
-
-
-def save(path: Path, meta: dict[str, Any], outcomes: list[Outcome], builds: dict[str, dict[str, Any]],
-         results: list[dict[str, Any]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    steps = [{**o.to_json(), "name": o.step.name} for o in outcomes]
-    path.write_text(json.dumps({"meta": meta, "builds": builds, "steps": steps, "targets": results}, indent=1))
-
-
-def versions(delta_python: Path) -> dict[str, str]:
-    deltalake, delta_pyarrow = bc.venv_versions(delta_python, ["deltalake", "pyarrow"])
-    host = bc.host_versions()
-    return {"python": host.pop("python"), "pyarrow": host.pop("pyarrow"), "paimon_core": paimon_core.__version__,
-            "deltalake": deltalake, "pyarrow (delta venv)": delta_pyarrow, **host}
+    return f"{table}\n\n" + "\n\n".join(n for n in notes if n) + f"\n\n{bc.render_verdicts(results)}"
 
 
 # ---- main ---------------------------------------------------------------------------------------
@@ -397,20 +315,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--pk-keys", type=int, default=1_300_000, help="pk: keyspace the commits draw from")
     parser.add_argument("--append-commits", type=int, default=200, help="append: commits (small files)")
     parser.add_argument("--append-rows", type=int, default=10_000, help="append: rows per commit")
-    parser.add_argument("--reps", type=int, help="processes per step (default 3, 1 with --quick)")
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: pk 10 x 20k rows (keys < 130k), append 200 x 1k rows, 1 rep")
-    parser.add_argument("--work", type=Path, default=REPO / ".bench" / "compaction_bench",
-                        help="inputs and tables go here (deleted afterwards unless --keep)")
-    parser.add_argument("--json", type=Path, default=REPO / ".bench" / "compaction_bench.json")
-    parser.add_argument("--delta-venv", type=Path, default=REPO / ".venv-bench",
-                        help="virtualenv for deltalake (created when missing)")
     parser.add_argument("--profile", type=Path, metavar="DIR",
                         help="also profile ours' compactions and reads after compaction (cProfile, top "
                              f"{PROFILE_TOP} by cumulative and by own time) into DIR")
-    parser.add_argument("--quiet-wait", type=float, default=5.0,
-                        help=f"seconds to wait for CPU pressure below {bc.PSI_QUIET:.0f}%% before each step")
-    parser.add_argument("--keep", action="store_true", help="keep the inputs and tables")
+    bc.add_driver_options(parser, "compaction_bench", delta=True)
     args = parser.parse_args()
     if args.quick:
         args.pk_rows, args.pk_keys, args.append_rows = 20_000, 130_000, 1_000
@@ -434,10 +344,11 @@ def run(args: argparse.Namespace, ctx: Context) -> tuple[list[Outcome], dict[str
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     args = parse_args()
-    delta_python = ensure_delta_venv(args.delta_venv)
+    delta_python = bc.ensure_delta_venv(args.delta_venv)
     plan = cc.Plan(args.pk_commits, args.pk_rows, args.pk_keys, args.append_commits, args.append_rows)
-    meta: dict[str, Any] = {"versions": versions(delta_python), "started": time.strftime("%Y-%m-%d %H:%M:%S"),
-                            "reps": args.reps, "plan": asdict(plan), "scenarios": args.scenarios}
+    meta: dict[str, Any] = {"versions": bc.driver_versions(paimon_core.__version__, delta_python=delta_python),
+                            "started": time.strftime("%Y-%m-%d %H:%M:%S"), "reps": args.reps,
+                            "plan": asdict(plan), "scenarios": args.scenarios}
     try:
         data, facts = dataset(args.work, plan)
         ctx = Context(data, facts, args.work / "pristine", args.work / "run", args.work / "compacted",
@@ -449,17 +360,13 @@ def main() -> None:
         if not args.keep:
             bc.remove_work(args.work, ["data", "pristine", "run", "compacted"])
     meta["paimon_core sources after run"] = bc.source_digest()
-    save(args.json, meta, outcomes, builds, results)
-    print(f"\nCompaction benchmark: pk {plan.pk_commits} commits x {plan.pk_rows:,} rows (keys < {plan.pk_keys:,}, "
-          f"bucket {cc.PK_BUCKETS}, {facts.pk_newest['rows']:,} distinct), append {plan.append_commits} commits x "
-          f"{plan.append_rows:,} rows (bucket -1); {args.reps} process(es) per step, median step seconds; "
-          + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()))
-    if meta["paimon_core sources after run"] != meta["versions"]["paimon_core sources"]:
-        print("\nWARNING: paimon_core's sources changed during this run; its results mix code versions.")
-    print(f"\n{report}")
-    for name, text in profiles.items():
-        print(f"\ncProfile of ours, {name} (top {PROFILE_TOP} by cumulative, then by own time):\n{text}")
-    print(f"\nsaved {args.json}")
+    bc.save_json(args.json, {"meta": meta, "builds": builds, "steps": [o.to_json() for o in outcomes],
+                             "targets": [v.to_json() for v in results]})
+    title = (f"Compaction benchmark: pk {plan.pk_commits} commits x {plan.pk_rows:,} rows (keys < {plan.pk_keys:,}, "
+             f"bucket {cc.PK_BUCKETS}, {facts.pk_newest['rows']:,} distinct), append {plan.append_commits} commits "
+             f"x {plan.append_rows:,} rows (bucket -1); {args.reps} process(es) per step, median step seconds")
+    bc.print_report(title, meta, report, args.json, profiles,
+                    f"top {PROFILE_TOP} by cumulative, then by own time")
 
 
 if __name__ == "__main__":
