@@ -112,8 +112,12 @@ class FileStoreCommit:
                 continue
             if snapshot.commit_user != self.commit_user:
                 continue
-            if snapshot.commit_identifier == commit_identifier and kind in (None, snapshot.commit_kind):
-                return snapshot.id
+            if commit_identifier != BATCH_COMMIT_IDENTIFIER and snapshot.commit_identifier == BATCH_COMMIT_IDENTIFIER:
+                continue  # a batch commit (a compaction under this user) says nothing about identifiers
+            if snapshot.commit_identifier == commit_identifier:
+                if kind in (None, snapshot.commit_kind):
+                    return snapshot.id
+                continue  # the same commit's other snapshot (APPEND and COMPACT share it)
             if commit_identifier != BATCH_COMMIT_IDENTIFIER and snapshot.commit_identifier > commit_identifier:
                 return snapshot.id
             if commit_identifier != BATCH_COMMIT_IDENTIFIER:
@@ -144,8 +148,12 @@ class FileStoreCommit:
         return self._commit(changes, data_paths, commit_identifier, properties)
 
     def commit_compaction(self, increments: Sequence[CompactIncrement], *,
-                          properties: Mapping[str, str] | None = None) -> int | None:
+                          properties: Mapping[str, str] | None = None,
+                          commit_identifier: int = BATCH_COMMIT_IDENTIFIER) -> int | None:
         """Commit compactions as one COMPACT snapshot; None when they changed nothing.
+
+        ``commit_identifier``: a compacting writer's own identifier (its APPEND and COMPACT
+        snapshots share it, as in Paimon).
 
         Raises:
             CommitConflictError: a file a compaction replaced is gone from the latest snapshot
@@ -166,7 +174,7 @@ class FileStoreCommit:
         data_paths += [self.paths.index_file(e.file_name) for e in index_after]
         swap = IndexSwap(index_before, index_after) if index_before or index_after else None
         changes = _Changes(adds, deletes, "COMPACT", None, None, swap, changelog)
-        return self._commit(changes, data_paths, BATCH_COMMIT_IDENTIFIER, properties)
+        return self._commit(changes, data_paths, commit_identifier, properties)
 
     def _commit(self, changes: _Changes, data_paths: list[str], commit_identifier: int,
                 properties: Mapping[str, str] | None) -> int | None:

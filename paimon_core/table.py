@@ -589,7 +589,8 @@ class TableWrite:
         picked up again by the next compacting write or a dedicated compaction.
         """
         try:
-            self.compaction = TableCompactor(self.table, commit_user=self.commit_user).compact(only=written)
+            self.compaction = TableCompactor(self.table, commit_user=self.commit_user).compact(
+                only=written, commit_identifier=self.commit_identifier)
         except CommitConflictError as exc:
             log.info("compaction after the write to %s skipped: %s", self.table.name, exc)
         except PaimonError:

@@ -27,7 +27,7 @@ from paimon_core.errors import UnsupportedFeatureError
 from paimon_core.manifest import DataFileMeta, IndexManifestEntry, ManifestEntry
 from paimon_core.read.merge_read import key_bounds
 from paimon_core.read.scan import DELETION_VECTORS, PartitionDecoder, deletion_files, live_entries, live_index_entries
-from paimon_core.snapshot import Snapshot
+from paimon_core.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from paimon_core.write.conform import internal_partition_spec
 from paimon_core.write.data_file import local_now_millis
 from paimon_core.write.message import CompactIncrement
@@ -219,9 +219,10 @@ class TableCompactor:
 
     def compact(self, partitions: PartitionSpec | Sequence[PartitionSpec] | None = None,
                 buckets: Iterable[int] | None = None, *, full: bool = False,
-                only: Collection[tuple[bytes, int]] | None = None) -> CompactionResult:
+                only: Collection[tuple[bytes, int]] | None = None,
+                commit_identifier: int = BATCH_COMMIT_IDENTIFIER) -> CompactionResult:
         """Plan, rewrite and commit; ``only`` limits it to these (partition row, bucket) pairs."""
-        return self.commit(self.prepare(partitions, buckets, full=full, only=only))
+        return self.commit(self.prepare(partitions, buckets, full=full, only=only), commit_identifier)
 
     def prepare(self, partitions: PartitionSpec | Sequence[PartitionSpec] | None = None,
                 buckets: Iterable[int] | None = None, *, full: bool = False,
@@ -241,12 +242,14 @@ class TableCompactor:
         work = tuple(w for b in selected if (w := self.planner.plan(b, full=full, now_ms=now)) is not None)
         return PreparedCompaction(full, work, tuple(self._run(work, index)), started)
 
-    def commit(self, prepared: PreparedCompaction) -> CompactionResult:
+    def commit(self, prepared: PreparedCompaction,
+               commit_identifier: int = BATCH_COMMIT_IDENTIFIER) -> CompactionResult:
         """Commit prepared compactions as one COMPACT snapshot (removing their files on conflict)."""
         committer = FileStoreCommit(self.table.file_io, self.table.paths, self.schema, self.options,
                                     table=self.table.name, commit_user=self.commit_user)
         snapshot_id = committer.commit_compaction(
-            prepared.increments, properties={COMPACTION_PROPERTY: "full" if prepared.full else "auto"})
+            prepared.increments, properties={COMPACTION_PROPERTY: "full" if prepared.full else "auto"},
+            commit_identifier=commit_identifier)
         reports = tuple(self._report(w, i) for w, i in zip(prepared.work, prepared.increments))
         result = CompactionResult(self.table.name, snapshot_id, prepared.full,
                                   reports if snapshot_id is not None else (), time.monotonic() - prepared.started)

@@ -6,6 +6,7 @@ import multiprocessing as mp
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 import paimon_core as pc
@@ -91,6 +92,27 @@ def test_same_commit_identifier_is_applied_once(catalog: pc.Catalog) -> None:
     assert newer == first + 1 and table.read().num_rows == 6  # type: ignore[operator]
     other_user = table.write(events(range(9, 10)), commit_user="other", commit_identifier=7)
     assert other_user == first + 2  # type: ignore[operator]
+
+
+def test_compacting_writers_keep_exactly_once_commits(catalog: pc.Catalog) -> None:
+    """The COMPACT after a compacting writer's commit shares its identifier (never a batch one that
+    would make the user's later identifiers look landed)."""
+    schema = pa.schema([pa.field("k", pa.int64(), False), ("n", pa.int64())])
+    table = catalog.create_table("db.agg", schema=schema, primary_keys=["k"], options={
+        "bucket": "1", "merge-engine": "aggregation", "fields.n.aggregate-function": "sum",
+        "num-sorted-run.compaction-trigger": "2"})
+    for identifier in range(1, 7):
+        table.write(pa.table({"k": [1], "n": [identifier]}, schema=schema), commit_user="u",
+                    commit_identifier=identifier)
+    snapshots = table.snapshots()
+    assert "COMPACT" in {s.commit_kind for s in snapshots}
+    assert {s.commit_identifier for s in snapshots} == set(range(1, 7))
+    assert table.read().to_pylist() == [{"k": 1, "n": 21}]
+    again = table.write(pa.table({"k": [1], "n": [100]}, schema=schema), commit_user="u", commit_identifier=4)
+    assert again is not None and table.read().to_pylist() == [{"k": 1, "n": 21}]  # a replay is skipped
+    table.compact(commit_user="u")  # a batch compaction under the user does not hide its next commit
+    table.write(pa.table({"k": [1], "n": [1]}, schema=schema), commit_user="u", commit_identifier=7)
+    assert table.read().to_pylist() == [{"k": 1, "n": 22}]
 
 
 class _FlakyFileIO(FileIO):
