@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from paimon_core.catalog import Catalog
+from paimon_core.consumer import Consumer
 from paimon_core.errors import PaimonError
+from paimon_core.read.changes import ROW_KIND
+from paimon_core.read.stream import ChangeBatch, ChangeStream
 from paimon_core.schema import (
     AddColumn,
     DropColumn,
@@ -18,7 +21,7 @@ from paimon_core.table import Table, TableWrite
 from paimon_core.version import __version__
 
 __all__ = [
-    "AddColumn", "Catalog", "DropColumn", "PaimonError", "RemoveOption", "RenameColumn",
-    "SetOption", "Snapshot", "Table", "TableWrite", "UpdateColumnType", "UpdateComment",
-    "__version__",
+    "ROW_KIND", "AddColumn", "Catalog", "ChangeBatch", "ChangeStream", "Consumer", "DropColumn",
+    "PaimonError", "RemoveOption", "RenameColumn", "SetOption", "Snapshot", "Table", "TableWrite",
+    "UpdateColumnType", "UpdateComment", "__version__",
 ]

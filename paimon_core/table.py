@@ -31,7 +31,14 @@ from paimon_core.manifest import ManifestEntry, read_index_manifest
 from paimon_core.merge import engine_for
 from paimon_core.names import Identifier
 from paimon_core.options import TableOptions
-from paimon_core.read.changes import ROW_KIND, ChangeReader, change_entries, change_splits, check_changes_readable
+from paimon_core.read.changes import (
+    ROW_KIND,
+    ChangeReader,
+    carries_changes,
+    change_entries,
+    change_splits,
+    check_changes_readable,
+)
 from paimon_core.read.merge_read import MergeSplitReader
 from paimon_core.read.predicate import Predicate, parse_filter
 from paimon_core.read.scan import DataSplit, PartitionDecoder, TableScan, live_entries
@@ -358,6 +365,15 @@ class Table:
     def consumers(self) -> list[Consumer]:
         """Streaming consumers of this table and where each resumes."""
         return ConsumerStore(self.file_io, self.paths, self.name).consumers()
+
+    def consumer(self, consumer_id: str) -> int | None:
+        """The first snapshot ``consumer_id`` has not read, or None if it never saved progress."""
+        return ConsumerStore(self.file_io, self.paths, self.name).next_snapshot(consumer_id)
+
+    def has_changes(self, snapshot: Snapshot) -> bool:
+        """Whether change reads and streams find rows in ``snapshot`` (metadata only)."""
+        return carries_changes(snapshot, primary_key=bool(self.schema.primary_keys),
+                               producer=self.options.changelog_producer)
 
     def _reader(self, schema: TableSchema, columns: Sequence[str] | None, filter: Any) -> SplitReader:
         predicate, expression = self._filters(filter, schema)

@@ -1,12 +1,14 @@
 """The dedicated compaction jobs of the write-only Paimon tables.
 
-``paimon_compaction_job`` (what the sensors launch) and ``paimon_full_compaction_job`` share one
+``paimon_compaction_job`` and ``paimon_full_compaction_job`` (what the sensors launch) share one
 shape: ``plan`` reads the table's LSM shape from its manifests and fans out one
 ``compact_partition`` step per partition that needs work, each commits one COMPACT snapshot of
 that partition's buckets, and ``report_compaction`` sums them up, logs the table's shape after
 and records the LSM checks' verdicts on the table's asset. With ``follow_seconds`` the minor job
 then keeps watching the partitions and compacts each bucket as soon as the picker has work for
-it (``follow_compaction``), for writers that commit faster than a run can be launched.
+it (``follow_compaction``), for writers that commit faster than a run can be launched. A full
+compaction of a table with ``changelog-producer = full-compaction`` also writes the changelog
+of the keys it changed into its COMPACT snapshots; the steps report its rows.
 
 Compaction commits only replace files, so it runs next to ingestion (the engine lands APPENDs
 and COMPACTs of one table side by side). Two compactions of one table would conflict, so their
@@ -232,11 +234,12 @@ def compact_task(table: pc.Table, task: PartitionTask, *, commit_user: str,
 def buckets_table(buckets: tuple[BucketCompaction, ...]) -> dg.MetadataValue:
     columns = [("bucket", "int"), ("reason", "string"), ("output level", "int"), ("files in", "int"),
                ("files out", "int"), ("files moved up", "int"), ("bytes in", "int"), ("bytes out", "int"),
-               ("files per level before", "string"), ("files per level after", "string")]
+               ("changelog rows", "int"), ("files per level before", "string"), ("files per level after", "string")]
     records = [dg.TableRecord({
         "bucket": b.bucket, "reason": b.reason, "output level": b.output_level, "files in": b.files_in,
         "files out": b.files_out, "files moved up": b.files_upgraded, "bytes in": b.bytes_in,
-        "bytes out": b.bytes_out, "files per level before": "/".join(map(str, b.level_files_before)),
+        "bytes out": b.bytes_out, "changelog rows": b.changelog_rows,
+        "files per level before": "/".join(map(str, b.level_files_before)),
         "files per level after": "/".join(map(str, b.level_files_after))}) for b in buckets]
     return dg.MetadataValue.table(records=records, schema=dg.TableSchema(
         columns=[dg.TableColumn(name, kind) for name, kind in columns]))
@@ -256,6 +259,10 @@ def compaction_metadata(done: PartitionCompaction) -> dict[str, Any]:
         "rows_out": sum(b.rows_out for b in done.buckets),
         "level0_files_before": sum(b.level_files_before[0] for b in done.buckets),
         "level0_files_after": sum(b.level_files_after[0] for b in done.buckets),
+        # The changelog the compaction wrote (changelog-producer full-compaction: compactions
+        # into the max level, for the keys that changed there).
+        "changelog_rows": done.changelog_rows,
+        "changelog_files": sum(b.changelog_files for b in done.buckets),
         "conflicts": done.conflicts,
         "duration_s": round(done.duration_s, 3),
         "buckets": buckets_table(done.buckets),
@@ -281,7 +288,8 @@ def run_task(context: dg.OpExecutionContext, table: pc.Table, task: PartitionTas
                          f"{done.files_in} files ({done.bytes_in:,} bytes) -> {done.files_out} files "
                          f"({done.bytes_out:,} bytes), level-0 files per bucket "
                          f"{[b.level_files_before[0] for b in done.buckets]} -> "
-                         f"{[b.level_files_after[0] for b in done.buckets]}")
+                         f"{[b.level_files_after[0] for b in done.buckets]}"
+                         + (f", {done.changelog_rows:,} changelog rows" if done.changelog_rows else ""))
     spec = compacted_table(task.table)
     if done.snapshot_id is not None:
         context.log_event(dg.AssetObservation(
@@ -333,6 +341,8 @@ def report_compaction(context: dg.OpExecutionContext, catalog: PaimonCatalogReso
         "files_out": sum(c.files_out for c in compacted),
         "bytes_in": sum(c.bytes_in for c in compacted),
         "bytes_out": sum(c.bytes_out for c in compacted),
+        "changelog_rows": sum(c.changelog_rows for c in compacted),
+        "changelog_files": sum(b.changelog_files for c in compacted for b in c.buckets),
         "max_level0_files_before": plan.max_level0_files,
         "max_level0_files_after": after.max_level0_files,
         "debt_bytes_before": plan.debt_bytes,
@@ -340,8 +350,8 @@ def report_compaction(context: dg.OpExecutionContext, catalog: PaimonCatalogReso
     }
     context.log.info(f"{plan.table}: {summary['partitions_compacted']} partition(s) compacted in snapshots "
                      f"{snapshots}, {summary['files_in']} files ({summary['bytes_in']:,} bytes) -> "
-                     f"{summary['files_out']} files ({summary['bytes_out']:,} bytes); max level-0 files "
-                     f"{plan.max_level0_files} -> {after.max_level0_files}")
+                     f"{summary['files_out']} files ({summary['bytes_out']:,} bytes), {summary['changelog_rows']:,} "
+                     f"changelog rows; max level-0 files {plan.max_level0_files} -> {after.max_level0_files}")
     metadata: dict[str, Any] = {key: value for key, value in summary.items() if key != "snapshots"}
     metadata["snapshots"] = ", ".join(map(str, snapshots)) or "-"
     metadata["levels_after"] = state_metadata(after)["levels"]
@@ -458,6 +468,11 @@ def compaction_run_config(table: str, *, partitions: list[str] | None = None, fu
     config = {"table": table, "partitions": list(partitions or []), "full": full,
               "level0_threshold": level0_threshold, "follow_seconds": follow_seconds}
     return {"ops": {"plan_compaction": {"config": config}}}
+
+
+def full_compaction_run_config(table: str, *, partitions: list[str] | None = None) -> dict[str, Any]:
+    """Run config of ``paimon_full_compaction_job``."""
+    return {"ops": {"plan_full_compaction": {"config": {"table": table, "partitions": list(partitions or [])}}}}
 
 
 def compaction_tags(table: str) -> dict[str, str]:

@@ -17,6 +17,7 @@ from pipelines.checks import log_events_partition_valid, lsm_asset_checks, order
 from pipelines.compaction import paimon_compaction_job, paimon_full_compaction_job
 from pipelines.jobs import ingest_log_events_job, ingest_orders_job
 from pipelines.order_assets import shop_orders, user_order_totals
+from pipelines.order_revenue import order_revenue_by_status, order_revenue_job, order_revenue_sensor
 from pipelines.schedules import ingest_log_events_daily, ingest_orders_daily
 from pipelines.sensors import compaction_sensors
 from resources import LogEventSource, OrderEventSource, PaimonCatalogResource, PaimonTableIOManager
@@ -52,10 +53,11 @@ def build_resources(*, warehouse: str | None = None, log_source: LogEventSource 
 
 
 defs = dg.Definitions(
-    assets=[log_events, shop_orders, user_order_totals],
+    assets=[log_events, shop_orders, user_order_totals, order_revenue_by_status],
     asset_checks=[log_events_partition_valid, orders_partition_valid, *lsm_asset_checks],
-    jobs=[ingest_log_events_job, ingest_orders_job, paimon_compaction_job, paimon_full_compaction_job],
+    jobs=[ingest_log_events_job, ingest_orders_job, order_revenue_job, paimon_compaction_job,
+          paimon_full_compaction_job],
     schedules=[ingest_log_events_daily, ingest_orders_daily],
-    sensors=compaction_sensors,
+    sensors=[*compaction_sensors, order_revenue_sensor],
     resources=build_resources(),
 )

@@ -1,4 +1,5 @@
-"""``make demo``: ingest a few days of log events and of order changes through Dagster, re-run a day, query, compact.
+"""``make demo``: ingest a few days of log events and of order changes through Dagster, re-run a day, query,
+compact (shop.orders' full compactions write its changelog), and keep a revenue aggregate up to date from it.
 
 Run as ``python -m pipelines.demo [--days N] [--order-days N] [--start YYYY-MM-DD]``. Runs go into the Dagster
 instance at ``$DAGSTER_HOME`` (default ``.dagster_home/`` at the repo root, seeded from
@@ -10,10 +11,13 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt_
+import decimal
+import itertools
 import logging
 import os
 import shutil
 import time
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -25,12 +29,11 @@ import pyarrow.compute as pac
 import paimon_core as pc
 from paimon_core.compaction.state import LsmState
 from pipelines.assets import RUN_TAGS
-from pipelines.compaction import COMPACTION_JOB
 from pipelines.definitions import REPO_ROOT, defs
 from pipelines.log_events import PARTITION_COLUMN, TABLE
-from pipelines.lsm import COMPACTION_TAG, check_outcomes, format_state
-from pipelines.order_assets import ORDERS_KEY, ORDERS_RUN_TAGS, USER_ORDER_TOTALS_KEY
-from pipelines.orders import ORDERS_TABLE, TOTALS_TABLE, order_batches
+from pipelines.lsm import COMPACTION_TAG, TRIGGER_COMMITS_TAG, TRIGGER_REASON_TAG, check_outcomes, format_state
+from pipelines.order_assets import ORDERS_KEY, ORDERS_RUN_TAGS, REVENUE_KEY, USER_ORDER_TOTALS_KEY
+from pipelines.orders import ORDERS_SCHEMA, ORDERS_TABLE, REVENUE_TABLE, TOTALS_TABLE, order_batches
 from pipelines.partitions import START_DATE
 from resources import OrderEventSource, PaimonCatalogResource
 
@@ -43,6 +46,10 @@ DEFAULT_DAGSTER_HOME = REPO_ROOT / ".dagster_home"
 QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 SNAPSHOTS_SHOWN = 12
 TOP_USERS_SHOWN = 5
+CHANGELOG_ROWS_SHOWN = 12
+# Late changes to the first order day, committed as shop.orders' full-compaction.delta-commits
+# commits (as a CDC connector committing every few minutes would), so a full compaction is due.
+LATE_PAID, LATE_CANCELLED, LATE_REPRICED, LATE_COMMITS = 3, 2, 2, 5
 
 
 def ensure_dagster_home() -> Path:
@@ -70,7 +77,10 @@ def materialize_day(instance: dg.DagsterInstance, day: str, *, group: str = "log
     definitions and resources as the code location, tagged like the group's job runs."""
     assets = [a for a in [*(defs.assets or []), *(defs.asset_checks or [])]
               if isinstance(a, dg.AssetsDefinition)]
-    return dg.materialize(assets, selection=dg.AssetSelection.groups(group), partition_key=day,
+    # The group's daily assets: shop/order_revenue_by_status (not partitioned) follows the changelog instead.
+    daily = dg.AssetSelection.assets(*[a for a in assets if a.partitions_def is not None
+                                       and not isinstance(a, dg.AssetChecksDefinition)])
+    return dg.materialize(assets, selection=dg.AssetSelection.groups(group) & daily, partition_key=day,
                           instance=instance, resources=defs.resources, tags=tags,
                           run_config=QUIET_RUN_CONFIG)
 
@@ -207,6 +217,7 @@ def run_orders(instance: dg.DagsterInstance, catalog: PaimonCatalogResource, day
     print_order(orders, changes, again, most_changed(changes, deleted=True), label="cancelled")
     print_top_users(catalog.table(TOTALS_TABLE), again)
     run_compaction(instance, catalog)
+    run_changelog(instance, catalog, days[0])
 
 
 # ---- compaction -----------------------------------------------------------------------------
@@ -228,6 +239,45 @@ def print_checks(table: pc.Table, state: LsmState) -> None:
         print(f"  check {outcome.name}: {verdict}: {outcome.description}")
 
 
+def run_requested(instance: dg.DagsterInstance, request: dg.RunRequest, sensor: str) -> dg.ExecuteInProcessResult:
+    """Run what a sensor requested, in process, as the daemon would launch it."""
+    job = defs.resolve_job_def(request.job_name or defs.resolve_sensor_def(sensor).job_name or "")
+    return job.execute_in_process(run_config={**request.run_config, **QUIET_RUN_CONFIG}, instance=instance,
+                                  tags=request.tags)
+
+
+def tick(instance: dg.DagsterInstance, catalog: PaimonCatalogResource, name: str,
+         cursor: str | None = None) -> dg.SensorExecutionData:
+    """One evaluation of a sensor of the code location, as the daemon would run it."""
+    sensor = defs.resolve_sensor_def(name)
+    return sensor.evaluate_tick(dg.build_sensor_context(instance=instance, definitions=defs, cursor=cursor,
+                                                        resources={"catalog": catalog}))
+
+
+def compact_orders(instance: dg.DagsterInstance, catalog: PaimonCatalogResource) -> list[int]:
+    """Evaluate shop.orders' compaction sensor, run what it requests; the COMPACT snapshots made."""
+    name = f"compact_{ORDERS_TABLE.replace('.', '_')}_sensor"
+    first = tick(instance, catalog, name)
+    if not first.run_requests:
+        print(f"\nSensor {name}: skipped: {first.skip_message}")
+        return []
+    [request] = first.run_requests
+    [config] = [op["config"] for op in request.run_config["ops"].values()]
+    print(f"\nSensor {name} (cursor -> {first.cursor}) requests run {request.run_key!r} of {request.job_name}:\n"
+          f"  partitions {config['partitions']}, reason {request.tags[TRIGGER_REASON_TAG]} "
+          f"({request.tags.get(TRIGGER_COMMITS_TAG, '-')} commits since the last full compaction)")
+    started = time.monotonic()
+    result = run_requested(instance, request, name)
+    report = result.output_for_node("report_compaction")
+    print(f"  run {result.run_id[:8]} {'succeeded' if result.success else 'FAILED'} in "
+          f"{time.monotonic() - started:.1f}s: {report['partitions_compacted']} COMPACT snapshot(s) "
+          f"{report['snapshots']}, {report['files_in']} files ({report['bytes_in']:,} bytes) -> "
+          f"{report['files_out']} files ({report['bytes_out']:,} bytes), {report['changelog_rows']:,} changelog rows")
+    again = tick(instance, catalog, name, cursor=first.cursor)
+    print(f"Sensor {name} again: {again.skip_message or again.run_requests}")
+    return list(report["snapshots"])
+
+
 def run_compaction(instance: dg.DagsterInstance, catalog: PaimonCatalogResource) -> None:
     """Evaluate the compaction sensor of shop.orders as the daemon would, run what it requests, show the LSM."""
     orders = catalog.table(ORDERS_TABLE)
@@ -236,28 +286,13 @@ def run_compaction(instance: dg.DagsterInstance, catalog: PaimonCatalogResource)
     rows_before, read_before = timed_read(orders)
     print(f"\nLSM shape of {ORDERS_TABLE} before compaction (snapshot {before.snapshot_id}; write-only, so every "
           f"commit added a level-0 file per bucket;\ncompaction trigger "
-          f"{orders.options.sorted_run_compaction_trigger}, stop-trigger {before.stop_trigger}):")
+          f"{orders.options.sorted_run_compaction_trigger}, stop-trigger {before.stop_trigger}, a full compaction "
+          f"every {before.full_compaction_every} commits for the changelog):")
     print(format_state(before))
     print_checks(orders, before)
-    sensor = defs.resolve_sensor_def(f"compact_{ORDERS_TABLE.replace('.', '_')}_sensor")
-    tick = sensor.evaluate_tick(dg.build_sensor_context(instance=instance, definitions=defs,
-                                                        resources={"catalog": catalog}))
-    if not tick.run_requests:
-        print(f"\nSensor {sensor.name}: skipped: {tick.skip_message}")
+    snapshots = compact_orders(instance, catalog)
+    if not snapshots:
         return
-    [request] = tick.run_requests
-    config = request.run_config["ops"]["plan_compaction"]["config"]
-    print(f"\nSensor {sensor.name} (cursor -> {tick.cursor}) requests run {request.run_key!r} of "
-          f"{COMPACTION_JOB}:\n  partitions {config['partitions']}, tags {dict(request.tags)}")
-    started = time.monotonic()
-    job = defs.resolve_job_def(COMPACTION_JOB)
-    result = job.execute_in_process(run_config={**request.run_config, **QUIET_RUN_CONFIG}, instance=instance,
-                                    tags=request.tags)
-    report = result.output_for_node("report_compaction")
-    print(f"  run {result.run_id[:8]} {'succeeded' if result.success else 'FAILED'} in "
-          f"{time.monotonic() - started:.1f}s: {report['partitions_compacted']} COMPACT snapshot(s) "
-          f"{report['snapshots']}, {report['files_in']} files ({report['bytes_in']:,} bytes) -> "
-          f"{report['files_out']} files ({report['bytes_out']:,} bytes)")
     after = orders.lsm_state()
     rows_after, read_after = timed_read(orders)
     print(f"\nLSM shape of {ORDERS_TABLE} after compaction (snapshot {after.snapshot_id}):")
@@ -265,9 +300,103 @@ def run_compaction(instance: dg.DagsterInstance, catalog: PaimonCatalogResource)
     print_checks(orders, after)
     print(f"  full read: {rows_before:,} rows in {read_before:.1f} ms before, {rows_after:,} rows in "
           f"{read_after:.1f} ms after ({'same rows' if rows_before == rows_after else 'ROWS DIFFER'})")
-    again = sensor.evaluate_tick(dg.build_sensor_context(instance=instance, definitions=defs, cursor=tick.cursor,
-                                                         resources={"catalog": catalog}))
-    print(f"Sensor {sensor.name} again: {again.skip_message or again.run_requests}")
+    print_changelog(orders, snapshots)
+
+
+# ---- changelog and the revenue aggregate -----------------------------------------------------
+
+
+def print_changelog(orders: pc.Table, snapshots: Sequence[int]) -> None:
+    """What the full compactions' COMPACT snapshots changed: rows per kind, then a few rows."""
+    parts = [part for s in snapshots if (part := orders.read_changes(s - 1, s)).num_rows]
+    if not parts:
+        print(f"\nChangelog of snapshots {list(snapshots)}: none")
+        return
+    changes = pa.concat_tables(parts)
+    counts = dict(Counter(changes.column("_row_kind").to_pylist()))
+    shown = f", the first {CHANGELOG_ROWS_SHOWN}" if changes.num_rows > CHANGELOG_ROWS_SHOWN else ""
+    print(f"\nChangelog written by the full compaction (snapshots {list(snapshots)}): {changes.num_rows:,} rows "
+          f"{counts}{shown}:")
+    print(f"    {'kind':<4} {'dt':<10} {'order_id':>14}  {'status':<8} {'amount':>8}  updated")
+    for row in changes.slice(0, CHANGELOG_ROWS_SHOWN).to_pylist():
+        print(f"    {row['_row_kind']:<4} {row['dt']:<10} {row['order_id']:>14}  {row['status']:<8} "
+              f"{row['amount']!s:>8}  {row['updated_at']:%H:%M:%S}")
+
+
+def late_changes(orders: pc.Table, day: str) -> pa.Table:
+    """Late CDC for ``day``: new orders paid, others cancelled or repriced (by half), an hour later."""
+    rows = orders.read(filter=[(PARTITION_COLUMN, "=", day)]).sort_by("order_id").to_pylist()
+    paid = [r for r in rows if r["status"] == "new"][:LATE_PAID]
+    rest = [r for r in rows if r["status"] != "new"]
+    later = dt_.timedelta(hours=1)
+    out = [{**r, "status": "paid", "updated_at": r["updated_at"] + later, "op": "+U"} for r in paid]
+    out += [{**r, "op": "-D"} for r in rest[:LATE_CANCELLED]]
+    out += [{**r, "amount": (r["amount"] / 2).quantize(decimal.Decimal("0.01")), "updated_at": r["updated_at"] + later,
+             "op": "+U"} for r in rest[LATE_CANCELLED:LATE_CANCELLED + LATE_REPRICED]]
+    return pa.Table.from_pylist(out, schema=ORDERS_SCHEMA)
+
+
+def revenue_by_status(catalog: PaimonCatalogResource) -> dict[tuple[str, str], tuple[int, Any]]:
+    """The aggregate table (groups whose orders all moved away read 0 and are left out)."""
+    rows = catalog.table(REVENUE_TABLE).read().to_pylist()
+    return {(r["dt"], r["status"]): (r["order_count"], r["revenue"]) for r in rows if r["order_count"] or r["revenue"]}
+
+
+def direct_revenue(orders: pc.Table) -> dict[tuple[str, str], tuple[int, Any]]:
+    """The same aggregate straight from shop.orders (a GROUP BY of a merged read)."""
+    sums = orders.read(["dt", "status", "amount"]).group_by(["dt", "status"]).aggregate(
+        [("amount", "count"), ("amount", "sum")])
+    return {(r["dt"], r["status"]): (r["amount_count"], r["amount_sum"]) for r in sums.to_pylist()}
+
+
+def consume_changes(instance: dg.DagsterInstance, catalog: PaimonCatalogResource) -> None:
+    """Evaluate order_revenue_sensor, run order_revenue_job if it asks, and sum the run up."""
+    first = tick(instance, catalog, "order_revenue_sensor")
+    if not first.run_requests:
+        print(f"\nSensor order_revenue_sensor: skipped: {first.skip_message}")
+        return
+    [request] = first.run_requests
+    result = run_requested(instance, request, "order_revenue_sensor")
+    meta = plain_metadata(result, REVENUE_KEY)
+    print(f"\nSensor order_revenue_sensor requests run {request.run_key!r}; {REVENUE_KEY.to_user_string()} "
+          f"{'succeeded' if result.success else 'FAILED'}: from {meta['started_from']}, "
+          f"{meta['snapshots_consumed']} snapshot(s) [{meta['source_snapshots']}]"
+          f"{' (a full read)' if meta['full_read'] else ''}; +I {meta['changelog_inserts']:,}, -U "
+          f"{meta['changelog_update_befores']:,}, +U {meta['changelog_update_afters']:,}, -D "
+          f"{meta['changelog_deletes']:,} -> {meta['rows_written']} aggregate rows in {meta['commits']} commit(s); "
+          f"consumer now at snapshot {meta['consumer_next_snapshot']}")
+
+
+def print_revenue(before: dict[tuple[str, str], tuple[int, Any]], after: dict[tuple[str, str], tuple[int, Any]],
+                  orders: pc.Table) -> None:
+    print(f"\n{REVENUE_TABLE} (aggregation merge engine, sums per dt and status):")
+    print(f"  {'dt':<10}  {'status':<8}  {'orders':>13}  {'revenue':>21}")
+    for key in sorted(before.keys() | after.keys()):
+        old, new = before.get(key, (0, 0)), after.get(key, (0, 0))
+        count = f"{new[0]:,}" if old == new or not before else f"{old[0]:,} -> {new[0]:,}"
+        total = f"{new[1]}" if old == new or not before else f"{old[1]} -> {new[1]}"
+        print(f"  {key[0]:<10}  {key[1]:<8}  {count:>13}  {total:>21}")
+    same = after == direct_revenue(orders)
+    print(f"  equal to a GROUP BY of {ORDERS_TABLE} read now: {'yes' if same else 'NO'}")
+
+
+def run_changelog(instance: dg.DagsterInstance, catalog: PaimonCatalogResource, day: str) -> None:
+    """Consume the changelog into the aggregate, then late changes -> full compaction -> changelog -> aggregate."""
+    orders = catalog.table(ORDERS_TABLE)
+    consume_changes(instance, catalog)
+    before = revenue_by_status(catalog)
+    print_revenue({}, before, orders)
+    late = late_changes(orders, day)
+    bounds = [i * late.num_rows // LATE_COMMITS for i in range(LATE_COMMITS + 1)]
+    landed = [orders.write(late.slice(start, end - start)) for start, end in itertools.pairwise(bounds)]
+    print(f"\nLate changes to {day}: {LATE_PAID} orders paid, {LATE_CANCELLED} cancelled, {LATE_REPRICED} repriced, "
+          f"in {LATE_COMMITS} commits (snapshots {[s for s in landed if s is not None]})")
+    snapshots = compact_orders(instance, catalog)
+    print_changelog(orders, snapshots)
+    consume_changes(instance, catalog)
+    print_revenue(before, revenue_by_status(catalog), orders)
+    again = tick(instance, catalog, "order_revenue_sensor")
+    print(f"Sensor order_revenue_sensor again: {again.skip_message or again.run_requests}")
 
 
 def run(days: Sequence[str], order_days: Sequence[str] = ()) -> None:

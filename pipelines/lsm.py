@@ -20,8 +20,8 @@ from paimon_core.compaction.state import BucketState, LsmState
 from paimon_core.layout import unescape_path_name
 from pipelines.assets import LOG_EVENTS_KEY
 from pipelines.log_events import PARTITION_COLUMN, TABLE
-from pipelines.order_assets import ORDERS_KEY
-from pipelines.orders import ORDERS_TABLE
+from pipelines.order_assets import ORDERS_KEY, REVENUE_KEY
+from pipelines.orders import ORDERS_TABLE, REVENUE_TABLE
 
 # Runs that compact a table carry COMPACTION_TAG=<db.table>; dagster.yaml allows one such run per
 # table at a time. It is not the ingestion tag (paimon/table), so ingestion and compaction of one
@@ -31,6 +31,12 @@ COMPACTION_TAG = "paimon/compaction"
 # The level-0 file count that made the sensor ask for the run, and the snapshot it saw.
 TRIGGER_LEVEL0_TAG = "paimon/trigger-level0"
 TRIGGER_SNAPSHOT_TAG = "paimon/trigger-snapshot"
+# Why the sensor asked for the run: "level0" (a bucket's level 0 reached the threshold) and/or
+# "full-compaction-due" (full-compaction.delta-commits data commits since the last full
+# compaction), comma-separated; and, for tables with scheduled full compactions, the commits
+# since the last one over the interval ("5/5").
+TRIGGER_REASON_TAG = "paimon/trigger-reason"
+TRIGGER_COMMITS_TAG = "paimon/trigger-commits-since-full"
 # Runs that keep compacting as writers commit (follow mode) say for how long.
 FOLLOW_TAG = "paimon/compaction-follow"
 # Seconds between two evaluations of a compaction sensor (the daemon evaluates sensors at most
@@ -74,6 +80,8 @@ class CompactedTable:
 COMPACTED_TABLES: tuple[CompactedTable, ...] = (
     CompactedTable(TABLE, LOG_EVENTS_KEY),
     CompactedTable(ORDERS_TABLE, ORDERS_KEY),
+    # A few rows per day, unpartitioned; every batch its consumer applies adds a level-0 file.
+    CompactedTable(REVENUE_TABLE, REVENUE_KEY, partition_column=None),
 )
 
 

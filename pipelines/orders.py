@@ -59,11 +59,29 @@ ORDERS_SCHEMA = pa.schema([
 # Deduplicate: the newest change of a key wins and -D removes it. The op column is stored as a
 # normal column too, so a reader sees whether a live order was last inserted or updated.
 # Fixed buckets keep the key -> file placement stable; write-only as compaction runs elsewhere.
+#
+# Changelog: every full compaction (output at the max level) compares each key's old max-level
+# row with the merged one and writes -U/+U, +I or -D rows for the keys that changed, which
+# downstream consumers stream (shop/order_revenue_by_status). A full compaction rewrites every
+# written partition's buckets whole, so Paimon's default for this producer (one full compaction
+# per commit) would rewrite the current day at each of its ~5 commits. 5 commits between full
+# compactions is the level-0 compaction trigger (num-sorted-run.compaction-trigger): the
+# compaction sensor launches about as many runs as minor compactions alone would, each folding
+# a day's worth of level-0 files once, and a change reaches the changelog at most 5 commits
+# (one synthetic day, or 5 checkpoints of a streaming writer) after it was written.
+# Row-deduplicate: a key rewritten with the same values (a day re-applied, an idempotent retry)
+# is no change, so it writes no -U/+U pair.
+ORDERS_CHANGELOG_OPTIONS = {
+    "changelog-producer": "full-compaction",
+    "full-compaction.delta-commits": "5",
+    "changelog-producer.row-deduplicate": "true",
+}
 ORDERS_OPTIONS = {
     "bucket": "4",
     "merge-engine": "deduplicate",
     "rowkind.field": OP_COLUMN,
     "write-only": "true",
+    **ORDERS_CHANGELOG_OPTIONS,
 }
 # A landing file may omit any column (a -D often carries the key only) and may carry dt.
 LANDING_SCHEMA = pa.schema([f.with_nullable(True) for f in ORDERS_SCHEMA])
@@ -97,6 +115,31 @@ TOTALS_OPTIONS = {
 CONTRIBUTION_SCHEMA = pa.schema([f.with_nullable(True) for f in TOTALS_SCHEMA])
 # What the aggregation needs from an orders partition (the IO manager reads only these).
 CONTRIBUTION_COLUMNS = (PARTITION_COLUMN, "order_id", "user_id", "status", "amount", "updated_at")
+
+REVENUE_TABLE = "shop.order_revenue_by_status"
+REVENUE_PRIMARY_KEY = (PARTITION_COLUMN, "status")
+REVENUE_SCHEMA = pa.schema([
+    pa.field(PARTITION_COLUMN, pa.string(), nullable=False),
+    pa.field("status", pa.string(), nullable=False),
+    pa.field("order_count", pa.int64()),
+    pa.field("revenue", TOTAL_TYPE),
+])
+# Aggregation: each batch of order changes consumed from shop.orders' changelog is written as one
+# signed row per (day, status) it touched, and Paimon sums them. A few rows per day: one bucket,
+# no partitions. Write-only like the other tables: its own compaction sensor compacts it.
+REVENUE_OPTIONS = {
+    "bucket": "1",
+    "merge-engine": "aggregation",
+    "fields.order_count.aggregate-function": "sum",
+    "fields.revenue.aggregate-function": "sum",
+    "write-only": "true",
+}
+# What the revenue aggregate reads from a change batch (besides the row kind).
+REVENUE_SOURCE_COLUMNS = (PARTITION_COLUMN, "status", "amount")
+# The group of an order without a status (a landing file's -D may carry the key only).
+UNKNOWN_STATUS = "unknown"
+# Change kinds that take an order's previous version away; +I and +U add the new one.
+RETRACT_KINDS = ("-U", "-D")
 
 # ---- synthetic stream parameters ------------------------------------------------------------
 
@@ -357,3 +400,31 @@ def user_contributions(live_orders: pa.Table, day: str) -> pa.Table:
         ordered.column("status"),
         ordered.column("updated_at"),
     ], schema=CONTRIBUTION_SCHEMA)
+
+
+# ---- revenue by status (from the changelog) -------------------------------------------------
+
+
+def revenue_deltas(changes: pa.Table, *, kind_column: str = "_row_kind") -> pa.Table:
+    """What ``changes`` add to revenue and order count per (dt, status), one row per group.
+
+    ``+I``/``+U`` rows add their order (+1, +amount) to their status, ``-U``/``-D`` rows take
+    it away (-1, -amount), so an order moving from ``new`` to ``paid`` (a -U/+U pair) moves
+    its count and amount between the two groups. Groups whose changes cancel out are left out.
+    A missing amount counts as 0, a missing status as ``unknown``. Sorted by (dt, status).
+    """
+    retract = pac.is_in(changes.column(kind_column), value_set=pa.array(RETRACT_KINDS))
+    count = pac.if_else(retract, pa.scalar(-1, pa.int64()), pa.scalar(1, pa.int64()))
+    amount = pac.fill_null(pac.cast(changes.column("amount"), TOTAL_TYPE), pa.scalar(decimal.Decimal(0), TOTAL_TYPE))
+    signed = pa.table({
+        PARTITION_COLUMN: changes.column(PARTITION_COLUMN),
+        "status": pac.fill_null(changes.column("status"), UNKNOWN_STATUS),
+        "order_count": count,
+        "revenue": pac.if_else(retract, pac.negate(amount), amount),
+    })
+    sums = signed.group_by([PARTITION_COLUMN, "status"]).aggregate([("order_count", "sum"), ("revenue", "sum")])
+    changed = pac.or_(pac.not_equal(sums["order_count_sum"], 0),
+                      pac.not_equal(sums["revenue_sum"], pa.scalar(decimal.Decimal(0), sums["revenue_sum"].type)))
+    sums = sums.filter(changed).sort_by([(PARTITION_COLUMN, "ascending"), ("status", "ascending")])
+    return pa.Table.from_arrays([sums[PARTITION_COLUMN], sums["status"], sums["order_count_sum"],
+                                 pac.cast(sums["revenue_sum"], TOTAL_TYPE)], schema=REVENUE_SCHEMA)

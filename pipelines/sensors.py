@@ -1,12 +1,21 @@
-"""Compaction sensors: one per table of ``COMPACTED_TABLES``, launching ``paimon_compaction_job``.
+"""Compaction sensors: one per table of ``COMPACTED_TABLES``, launching the compaction jobs.
 
 A tick reads the table's LSM shape from its manifests (a few small files, never data) and asks
 for a run when a bucket's level 0 reached the threshold (default: the table's own compaction
-trigger), naming the partitions that did. The cursor is the last snapshot evaluated, and the
-run key is ``<db.table>@<snapshot>``, so one table state never launches two runs, even if the
-cursor is reset. While a compaction run of the table waits in the queue, ticks skip: that run
-plans when it starts, so it will see the newer files anyway; so do ticks while a run follows
-the table (``follow_seconds``), as it compacts new files as they come.
+trigger), naming the partitions that did. Primary-key tables with scheduled full compactions
+(``full-compaction.delta-commits``, or ``changelog-producer = full-compaction``, whose changelog
+is written by full compactions only) get ``paimon_full_compaction_job`` instead when that many
+data commits landed since the last full compaction, for every partition with files above the
+max level; tables with the full-compaction producer also get it, not the minor job, when level 0
+reaches the threshold, since only compactions into the max level produce their changes. The
+run's tags say why (``paimon/trigger-reason``).
+
+The cursor is the last snapshot evaluated, and the run key is ``<db.table>@<snapshot>``, so one
+table state never launches two runs (of either job), even if the cursor is reset. While a
+compaction run of the table (either job: both carry ``paimon/compaction=<db.table>``, which
+allows one at a time) waits in the queue, ticks skip: that run plans when it starts, so it will
+see the newer files anyway; so do ticks while a run follows the table (``follow_seconds``), as
+it compacts new files as they come.
 
 The sensors start RUNNING when the code location is first loaded (the daemon must run, as
 under ``dagster dev``): they only read, and what they launch never changes what a reader sees.
@@ -16,15 +25,29 @@ Stop one in the UI (Automation) or with ``dagster sensor stop``; the state is ke
 # No `from __future__ import annotations`: Dagster reads the context and resource annotations
 # of decorated functions as real types when the decorator runs.
 
+import warnings
+from dataclasses import dataclass
+
 import dagster as dg
 
+from paimon_core.compaction.state import BucketState, LsmState
 from paimon_core.errors import DatabaseNotFoundError, TableNotFoundError
-from pipelines.compaction import COMPACTION_JOB, compaction_run_config, compaction_tags
+from pipelines.compaction import (
+    COMPACTION_JOB,
+    FULL_COMPACTION_JOB,
+    compaction_run_config,
+    compaction_tags,
+    full_compaction_run_config,
+    paimon_compaction_job,
+    paimon_full_compaction_job,
+)
 from pipelines.lsm import (
     COMPACTED_TABLES,
     COMPACTION_TAG,
     FOLLOW_TAG,
+    TRIGGER_COMMITS_TAG,
     TRIGGER_LEVEL0_TAG,
+    TRIGGER_REASON_TAG,
     TRIGGER_SNAPSHOT_TAG,
     CompactedTable,
     follow_seconds,
@@ -32,6 +55,16 @@ from pipelines.lsm import (
     sensor_interval_seconds,
 )
 from resources import PaimonCatalogResource
+
+REASON_LEVEL0 = "level0"
+REASON_FULL_DUE = "full-compaction-due"
+
+# A sensor that may launch either compaction job names both job objects; Definitions rebinds
+# them to its resources and, doing so, re-creates the sensor through an internal initializer
+# that warns about its own (unset) beta parameter `owners` at every load of the code location.
+# Only that message is silenced.
+warnings.filterwarnings("ignore", message=r"Parameter `owners` of initializer `SensorDefinition\.__init__`",
+                        category=dg.BetaWarning)
 
 # Runs that have not planned yet: they will see the newest files when they do.
 WAITING = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING]
@@ -56,6 +89,51 @@ def pending_compaction(instance: dg.DagsterInstance, table: str) -> str | None:
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class CompactionRequest:
+    """What a tick asks for: which job, for which partitions (paths), and why."""
+
+    job_name: str
+    partitions: tuple[str, ...]
+    reasons: tuple[str, ...]  # REASON_FULL_DUE and/or REASON_LEVEL0
+    worst_level0: int  # the most level-0 files of one bucket among those partitions
+
+
+def above_max_level(bucket: BucketState) -> bool:
+    """Whether a primary-key bucket holds files above its max level: rows a full compaction still
+    has to fold (with the full-compaction producer, changes not yet in the changelog)."""
+    return any(bucket.level_files[:-1])
+
+
+def decide(state: LsmState, *, threshold: int, primary_key: bool, changelog: bool) -> CompactionRequest | None:
+    """The run a table's state calls for, or None (pure: the sensor's whole policy).
+
+    A scheduled full compaction that is due (``state.full_compaction_due``) fully compacts every
+    partition with a bucket above the max level; otherwise buckets whose level 0 reached
+    ``threshold`` get a minor compaction of their partitions, or a full one when the table's
+    changelog comes from full compactions (``changelog``).
+    """
+    over = state.over(threshold)
+    if primary_key and state.full_compaction_due:
+        unsettled = [b for b in state.buckets if above_max_level(b)]
+        if unsettled:
+            reasons = (REASON_FULL_DUE, REASON_LEVEL0) if over else (REASON_FULL_DUE,)
+            return CompactionRequest(FULL_COMPACTION_JOB, tuple(sorted({b.partition for b in unsettled})), reasons,
+                                     max(b.level0_files for b in unsettled))
+    if not over:
+        return None
+    job = FULL_COMPACTION_JOB if primary_key and changelog else COMPACTION_JOB
+    return CompactionRequest(job, tuple(sorted({b.partition for b in over})), (REASON_LEVEL0,),
+                             max(b.level0_files for b in over))
+
+
+def schedule_note(state: LsmState) -> str:
+    """``; 3/5 commits since the last full compaction`` for tables with scheduled full compactions."""
+    if state.full_compaction_every is None:
+        return ""
+    return f"; {state.commits_since_full}/{state.full_compaction_every} commits since the last full compaction"
+
+
 def evaluate(context: dg.SensorEvaluationContext, catalog: PaimonCatalogResource,
              spec: CompactedTable) -> dg.RunRequest | dg.SkipReason:
     """One tick of ``spec``'s sensor (see the module docstring)."""
@@ -70,26 +148,33 @@ def evaluate(context: dg.SensorEvaluationContext, catalog: PaimonCatalogResource
         return dg.SkipReason(f"{spec.table} snapshot {state.snapshot_id} was evaluated already")
     context.update_cursor(str(state.snapshot_id))
     threshold = level0_threshold(spec, table)
-    over = state.over(threshold)
-    if not over:
+    request = decide(state, threshold=threshold, primary_key=bool(table.schema.primary_keys),
+                     changelog=table.options.changelog_producer == "full-compaction")
+    if request is None:
         return dg.SkipReason(f"{spec.table} snapshot {state.snapshot_id}: at most {state.max_level0_files} "
-                             f"level-0 file(s) per bucket, below the threshold {threshold}")
+                             f"level-0 file(s) per bucket, below the threshold {threshold}{schedule_note(state)}")
+    why = " and ".join(("a full compaction is due" if r == REASON_FULL_DUE else
+                        f"level 0 reached {threshold} files (worst {request.worst_level0})") for r in request.reasons)
     pending = pending_compaction(context.instance, spec.table)
     if pending is not None:
-        return dg.SkipReason(f"{spec.table} snapshot {state.snapshot_id}: {len(over)} bucket(s) at {threshold}+ "
-                             f"level-0 files, but {pending}")
-    partitions = sorted({b.partition for b in over})
-    worst = max(b.level0_files for b in over)
-    follow = follow_seconds(spec)
-    context.log.info(f"{spec.table} snapshot {state.snapshot_id}: {len(over)} bucket(s) in {len(partitions)} "
-                     f"partition(s) reached {threshold} level-0 files (worst {worst}); requesting compaction")
+        return dg.SkipReason(f"{spec.table} snapshot {state.snapshot_id}: {why}, but {pending}")
+    full = request.job_name == FULL_COMPACTION_JOB
+    follow = 0 if full else follow_seconds(spec)
+    context.log.info(f"{spec.table} snapshot {state.snapshot_id}: {why}{schedule_note(state)}; requesting "
+                     f"{request.job_name} for {len(request.partitions)} partition(s)")
+    # An unpartitioned table's partition is "": compact the whole table.
+    partitions = [p for p in request.partitions if p]
+    tags = {**compaction_tags(spec.table), TRIGGER_SNAPSHOT_TAG: str(state.snapshot_id),
+            TRIGGER_LEVEL0_TAG: str(request.worst_level0), TRIGGER_REASON_TAG: ",".join(request.reasons),
+            FOLLOW_TAG: str(follow)}
+    if state.full_compaction_every is not None:
+        tags[TRIGGER_COMMITS_TAG] = f"{state.commits_since_full}/{state.full_compaction_every}"
     return dg.RunRequest(
         run_key=run_key(spec.table, state.snapshot_id),
-        # An unpartitioned table's partition is "": compact the whole table.
-        run_config=compaction_run_config(spec.table, partitions=[p for p in partitions if p],
-                                         follow_seconds=follow),
-        tags={**compaction_tags(spec.table), TRIGGER_SNAPSHOT_TAG: str(state.snapshot_id),
-              TRIGGER_LEVEL0_TAG: str(worst), FOLLOW_TAG: str(follow)},
+        job_name=request.job_name,
+        run_config=(full_compaction_run_config(spec.table, partitions=partitions) if full else
+                    compaction_run_config(spec.table, partitions=partitions, follow_seconds=follow)),
+        tags=tags,
     )
 
 
@@ -98,13 +183,15 @@ def compaction_sensor(spec: CompactedTable) -> dg.SensorDefinition:
 
     @dg.sensor(
         name=f"compact_{spec.name}_sensor",
-        job_name=COMPACTION_JOB,  # by name: the job itself is bound to resources in defs
+        jobs=[paimon_compaction_job, paimon_full_compaction_job],  # the same objects defs binds
         minimum_interval_seconds=sensor_interval_seconds(),
         default_status=dg.DefaultSensorStatus.RUNNING,
-        description=f"Launch paimon_compaction_job for {spec.table} when a bucket's level 0 reaches "
+        description=f"Launch {COMPACTION_JOB} for {spec.table} when a bucket's level 0 reaches "
         + (f"{spec.level0_threshold} files" if spec.level0_threshold else
            "the table's compaction trigger (num-sorted-run.compaction-trigger; append tables: "
-           "compaction.min.file-num)") + "; reads manifests only.",
+           "compaction.min.file-num)") + f", or {FULL_COMPACTION_JOB} when a scheduled full compaction "
+        "(full-compaction.delta-commits) is due or the table's changelog comes from full compactions "
+        "(changelog-producer = full-compaction); reads manifests only.",
     )
     def _sensor(context: dg.SensorEvaluationContext, catalog: PaimonCatalogResource
                 ) -> dg.RunRequest | dg.SkipReason:

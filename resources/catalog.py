@@ -15,9 +15,12 @@ from paimon_core.errors import CommitConflictError
 log = logging.getLogger(__name__)
 
 # Options ensure_table brings an existing table in line with: they only say who maintains the
-# table, never how its data is laid out, so changing them on a live table is safe. A warehouse
-# created before the pipelines made their tables write-only thus converts on the next run.
-RECONCILED_OPTIONS = ("write-only",)
+# table and when it writes its changelog, never how its data is laid out, so changing them on a
+# live table is safe (changes are produced from the next full compaction on). A warehouse
+# created before the pipelines made their tables write-only, or gave shop.orders a changelog,
+# thus converts on the next run.
+RECONCILED_OPTIONS = ("write-only", "changelog-producer", "full-compaction.delta-commits",
+                      "changelog-producer.row-deduplicate")
 
 
 class PaimonCatalogResource(dg.ConfigurableResource):

@@ -48,17 +48,22 @@ def check_changes_readable(schema: TableSchema, options: TableOptions, table: st
             "(ALTER TABLE ... SET) to read changes from it")
 
 
+def carries_changes(snapshot: Snapshot, *, primary_key: bool, producer: str) -> bool:
+    """Whether change reads find anything in ``snapshot`` (from its metadata alone)."""
+    if primary_key and producer != "none":
+        return snapshot.changelog_manifest_list is not None and snapshot.changelog_record_count != 0
+    return snapshot.commit_kind == "APPEND"
+
+
 def change_entries(file_io: FileIO, paths: TablePaths, snapshot: Snapshot, *, primary_key: bool,
                    producer: str) -> list[ManifestEntry]:
     """The files holding ``snapshot``'s changes, in commit order (none for snapshots without)."""
-    if primary_key and producer != "none":
-        if snapshot.changelog_manifest_list is None:
-            return []
-        metas = read_manifest_list(file_io, paths.manifest_file(snapshot.changelog_manifest_list))
-    else:
-        if snapshot.commit_kind != "APPEND":
-            return []
-        metas = read_manifest_list(file_io, paths.manifest_file(snapshot.delta_manifest_list))
+    if not carries_changes(snapshot, primary_key=primary_key, producer=producer):
+        return []
+    changelog = primary_key and producer != "none"
+    listed = snapshot.changelog_manifest_list if changelog else snapshot.delta_manifest_list
+    assert listed is not None
+    metas = read_manifest_list(file_io, paths.manifest_file(listed))
     return [e for entries in read_entries(file_io, paths, metas) for e in entries if e.kind == ADD]
 
 

@@ -3,6 +3,9 @@
 Real Dagster runs (``execute_in_process`` into ``instance_for_test``) and real tables in tmp_path.
 Expected table contents come from a plain-Python replay of the change stream, or from a read
 taken before compacting; never from the compaction code itself.
+
+shop.orders here is created without its changelog options, so the sensor takes the minor
+compaction path; the full-compaction changelog path is in test_changelog.py.
 """
 
 import threading
@@ -57,7 +60,14 @@ from pipelines.order_assets import (
     chunk_user,
     chunked,
 )
-from pipelines.orders import ORDERS_OPTIONS, ORDERS_PRIMARY_KEY, ORDERS_SCHEMA, ORDERS_TABLE, synthetic_cdc
+from pipelines.orders import (
+    ORDERS_CHANGELOG_OPTIONS,
+    ORDERS_OPTIONS,
+    ORDERS_PRIMARY_KEY,
+    ORDERS_SCHEMA,
+    ORDERS_TABLE,
+    synthetic_cdc,
+)
 from pipelines.sensors import evaluate, run_key
 from resources import OrderEventSource, PaimonCatalogResource
 
@@ -66,6 +76,8 @@ OTHER_DAY = "2024-01-04"
 ORDERS = 300  # about 1,100 changes a day
 CHUNK = 250  # 5 commits a day: the default compaction trigger
 SENSOR = "compact_shop_orders_sensor"
+# shop.orders as it was before it produced a changelog: minor compactions only.
+MINOR_OPTIONS = {key: value for key, value in ORDERS_OPTIONS.items() if key not in ORDERS_CHANGELOG_OPTIONS}
 
 
 # ---- helpers --------------------------------------------------------------------------------
@@ -79,7 +91,7 @@ def catalog(resources: dict[str, Any]) -> PaimonCatalogResource:
 @pytest.fixture
 def orders(catalog: PaimonCatalogResource) -> pc.Table:
     return catalog.ensure_table(ORDERS_TABLE, schema=ORDERS_SCHEMA, partition_keys=["dt"],
-                                primary_keys=ORDERS_PRIMARY_KEY, options=ORDERS_OPTIONS)
+                                primary_keys=ORDERS_PRIMARY_KEY, options=MINOR_OPTIONS)
 
 
 @pytest.fixture
@@ -564,7 +576,7 @@ def test_definitions_wire_sensors_jobs_and_checks() -> None:
     graph = defs.resolve_asset_graph()
     for table, key in ((ORDERS_TABLE, ORDERS_KEY), (LOG_TABLE, dg.AssetKey(["logs", "events"]))):
         sensor = defs.resolve_sensor_def(f"compact_{table.replace('.', '_')}_sensor")
-        assert sensor.job_name == COMPACTION_JOB
+        assert [target.job_name for target in sensor.targets] == [COMPACTION_JOB, FULL_COMPACTION_JOB]
         assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
         assert sensor.minimum_interval_seconds == 30
         assert {LEVEL0_CHECK, SMALL_FILES_CHECK} <= {c.name for c in graph.get_check_keys_for_assets({key})}

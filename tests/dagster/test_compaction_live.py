@@ -3,8 +3,11 @@
 Two scenarios, each with its own temp ``DAGSTER_HOME`` (the project's ``dagster_home/dagster.yaml``)
 and temp warehouse, driven through GraphQL and checked on the tables themselves:
 
-- (4c) a backfill of the orders assets over three days; the daemon's compaction sensor sees
-  level 0 reach the trigger and launches ``paimon_compaction_job``, which folds it;
+- (4c) a backfill of the orders assets over three days; the daemon's compaction sensor sees a
+  full compaction fall due (shop.orders' changelog comes from full compactions) or level 0
+  reach the trigger and launches ``paimon_full_compaction_job``, which folds it and writes the
+  changelog; ``order_revenue_sensor`` then launches ``order_revenue_job``, whose aggregate
+  matches the orders' max-level contents;
 - (5) a writer committing every 2 s for 90 s while the daemon's sensor and a following
   compaction run keep every bucket's level 0 below the stop-trigger, measured throughout.
 
@@ -27,13 +30,27 @@ import pytest
 from live_dagster import FINISHED, LiveDagster, live_dagster, wait_for
 
 import paimon_core as pc
-from pipelines.lsm import COMPACTION_TAG, FOLLOW_ENV, SENSOR_INTERVAL_ENV, TRIGGER_LEVEL0_TAG
-from pipelines.orders import ORDERS_OPTIONS, ORDERS_PRIMARY_KEY, ORDERS_SCHEMA, ORDERS_TABLE, synthetic_cdc
+from pipelines.changelog import pending_changes
+from pipelines.lsm import COMPACTION_TAG, FOLLOW_ENV, SENSOR_INTERVAL_ENV, TRIGGER_LEVEL0_TAG, TRIGGER_REASON_TAG
+from pipelines.order_revenue import CONSUMER_ID, REVENUE_RUN_TAGS
+from pipelines.orders import (
+    ORDERS_CHANGELOG_OPTIONS,
+    ORDERS_OPTIONS,
+    ORDERS_PRIMARY_KEY,
+    ORDERS_SCHEMA,
+    ORDERS_TABLE,
+    REVENUE_TABLE,
+    synthetic_cdc,
+)
+from pipelines.sensors import REASON_FULL_DUE, REASON_LEVEL0
 from resources import OrderEventSource
 
 pytestmark = pytest.mark.slow
 
 SENSOR = "compact_shop_orders_sensor"
+REVENUE_SENSOR = "order_revenue_sensor"
+# shop.orders without its changelog: scenario 5 measures minor compactions (following runs).
+MINOR_OPTIONS = {key: value for key, value in ORDERS_OPTIONS.items() if key not in ORDERS_CHANGELOG_OPTIONS}
 DAYS = ["2024-01-01", "2024-01-02", "2024-01-03"]
 FIGURES_ENV = "PAIMON_DAGSTER_FIGURES"
 
@@ -57,11 +74,22 @@ def sorted_rows(table: pc.Table) -> pa.Table:
     return table.read().sort_by([("dt", "ascending"), ("order_id", "ascending")])
 
 
-def create_orders(warehouse: str, name: str = ORDERS_TABLE) -> pc.Table:
+def create_orders(warehouse: str, name: str = ORDERS_TABLE, options: dict[str, str] = MINOR_OPTIONS) -> pc.Table:
     catalog = pc.Catalog(warehouse)
     catalog.create_database(name.split(".", maxsplit=1)[0], exist_ok=True)
     return catalog.create_table(name, schema=ORDERS_SCHEMA, partition_keys=["dt"],
-                                primary_keys=ORDERS_PRIMARY_KEY, options=ORDERS_OPTIONS, exist_ok=True)
+                                primary_keys=ORDERS_PRIMARY_KEY, options=options, exist_ok=True)
+
+
+def revenue_by_status(rows: pa.Table) -> dict[tuple[str, str], tuple[int, Any]]:
+    """Orders and revenue per (dt, status) of order rows, by a group-by of them."""
+    sums = rows.group_by(["dt", "status"]).aggregate([("amount", "count"), ("amount", "sum")])
+    return {(r["dt"], r["status"]): (r["amount_count"], r["amount_sum"]) for r in sums.to_pylist()}
+
+
+def consumer_caught_up(orders: pc.Table) -> bool:
+    """The revenue consumer ran and read every snapshot with changes."""
+    return not pending_changes(orders, CONSUMER_ID).due
 
 
 def compaction_runs(dagster: LiveDagster) -> list[dict[str, Any]]:
@@ -98,38 +126,56 @@ def test_backfill_through_graphql_gets_compacted_by_the_sensor(tmp_path: Path) -
             if backfill["status"] in ("FAILED", "CANCELED", "COMPLETED_FAILED"):
                 raise AssertionError(f"backfill {backfill}\n{failure_report(dagster, dagster.runs())}")
             ingested = dagster.runs({"dagster/backfill": backfill_id})
-            runs = compaction_runs(dagster)
+            runs = compaction_runs(dagster) + dagster.runs(REVENUE_RUN_TAGS)
             if any(r["status"] == "FAILURE" for r in ingested + runs):
                 raise AssertionError(failure_report(dagster, ingested + runs))
             if len(ingested) < len(DAYS) or not runs:
                 return False
             if any(r["status"] not in FINISHED for r in ingested + runs):
                 return False
-            return pc.Catalog(warehouse).get_table(ORDERS_TABLE).lsm_state().max_level0_files < 5
+            orders = pc.Catalog(warehouse).get_table(ORDERS_TABLE)
+            state = orders.lsm_state()
+            return state.max_level0_files < 5 and not state.full_compaction_due and consumer_caught_up(orders)
 
         wait_for(settled, timeout=240, interval=1.0, what="backfill, sensor and compaction to settle")
         elapsed = time.monotonic() - started
         ingestion = dagster.runs({"dagster/backfill": backfill_id})
         compactions = compaction_runs(dagster)
+        consumers = dagster.runs(REVENUE_RUN_TAGS)
         ticks = dagster.sensor(SENSOR, ticks=200)["sensorState"]["ticks"]
+        revenue_ticks = dagster.sensor(REVENUE_SENSOR, ticks=200)["sensorState"]["ticks"]
     assert not dagster.group_alive()
 
     assert sorted(r["tags"]["dagster/partition"] for r in ingestion) == DAYS
     assert {r["status"] for r in ingestion} == {"SUCCESS"}
     assert all(r["tags"]["paimon/table"] == ORDERS_TABLE for r in ingestion)
     assert compactions and {r["status"] for r in compactions} == {"SUCCESS"}
-    assert {r["jobName"] for r in compactions} == {"paimon_compaction_job"}
+    assert {r["jobName"] for r in compactions} == {"paimon_full_compaction_job"}
     assert all(r["tags"]["dagster/sensor_name"] == SENSOR for r in compactions)
-    assert max(int(r["tags"][TRIGGER_LEVEL0_TAG]) for r in compactions) >= 5  # what the sensor saw
+    # Why each was launched: 5 commits since the last full compaction, or 5 level-0 files seen.
+    for run in compactions:
+        reasons = set(run["tags"][TRIGGER_REASON_TAG].split(","))
+        assert reasons <= {REASON_FULL_DUE, REASON_LEVEL0} and reasons
+        assert REASON_FULL_DUE in reasons or int(run["tags"][TRIGGER_LEVEL0_TAG]) >= 5
     launched = {run_id for tick in ticks for run_id in tick["runIds"]}
     assert {r["runId"] for r in compactions} <= launched
     assert not [t for t in ticks if t["status"] == "FAILURE"]
 
     orders = pc.Catalog(warehouse).get_table(ORDERS_TABLE)
     state = orders.lsm_state()
-    assert state.max_level0_files == 0  # each day's 5 commits were folded
+    # Folded at least every 5 commits: what is left waits for the next full compaction.
+    assert state.max_level0_files < 5 and not state.full_compaction_due
     kinds = [s.commit_kind for s in orders.snapshots()]
     assert kinds.count("APPEND") == 5 * len(DAYS) and "COMPACT" in kinds
+    # The revenue consumer, launched by its sensor after the full compactions, holds exactly what
+    # the full compactions put in the max level (a full read of a full-compaction table).
+    assert consumers and {r["status"] for r in consumers} == {"SUCCESS"}
+    assert all(r["tags"]["dagster/sensor_name"] == REVENUE_SENSOR for r in consumers)
+    assert {r["runId"] for r in consumers} <= {run_id for tick in revenue_ticks for run_id in tick["runIds"]}
+    compacted = next(orders.stream("latest-full", until_latest=True)).data
+    revenue = pc.Catalog(warehouse).get_table(REVENUE_TABLE).read().to_pylist()
+    assert {(r["dt"], r["status"]): (r["order_count"], r["revenue"]) for r in revenue
+            if r["order_count"] or r["revenue"]} == revenue_by_status(compacted)
     # Compaction changed files, not rows: the same changes applied to an uncompacted table read the same.
     reference = create_orders(str(tmp_path / "reference"))
     source = OrderEventSource()
@@ -141,8 +187,9 @@ def test_backfill_through_graphql_gets_compacted_by_the_sensor(tmp_path: Path) -
                if c["startTime"] and i["startTime"] and c["startTime"] < i["endTime"] and i["startTime"] < c["endTime"]]
     report("4c: backfill of 3 days through GraphQL, sensor-launched compaction", [
         f"- webserver + daemon ready in {ready:.1f} s; whole scenario {elapsed:.0f} s on {os.cpu_count()} cores",
-        f"- {len(ingestion)} ingestion runs (5 write-only commits each), {len(compactions)} compaction run(s) "
-        f"launched by `{SENSOR}`; {len(overlap)} ingestion/compaction pair(s) ran at the same time",
+        f"- {len(ingestion)} ingestion runs (5 write-only commits each), {len(compactions)} full compaction run(s) "
+        f"launched by `{SENSOR}`; {len(overlap)} ingestion/compaction pair(s) ran at the same time; "
+        f"{len(consumers)} revenue consumer run(s) launched by `{REVENUE_SENSOR}`",
         f"- level 0 per bucket: max {max(int(r['tags'][TRIGGER_LEVEL0_TAG]) for r in compactions)} seen by the "
         f"sensor -> {state.max_level0_files} at the end; sensor ticks {len(ticks)} "
         f"({sum(1 for t in ticks if t['runIds'])} requested a run)",

@@ -1,0 +1,514 @@
+"""shop.orders' full-compaction changelog and the revenue aggregate that consumes it.
+
+The sensor's decisions (pure, then on a real table), the full compaction job writing the
+changelog of the keys that changed, and ``shop/order_revenue_by_status`` following it through
+several rounds of ingestion, corrections and full compactions, exactly once across crashes.
+Expected changelogs and aggregates are computed here from plain reads of shop.orders (a diff of
+two states, a group-by in Python), never from the code under test.
+"""
+
+import datetime as dt_
+import decimal
+from collections import Counter, defaultdict
+from typing import Any
+
+import dagster as dg
+import pyarrow as pa
+import pytest
+from cdc_truth import replay
+
+import paimon_core as pc
+from paimon_core import ChangeStream
+from paimon_core.compaction.state import BucketState, LsmState
+from pipelines.changelog import PendingChanges
+from pipelines.compaction import (
+    COMPACTION_JOB,
+    FULL_COMPACTION_JOB,
+    compaction_tags,
+    full_compaction_run_config,
+)
+from pipelines.definitions import defs
+from pipelines.lsm import (
+    COMPACTION_TAG,
+    TRIGGER_COMMITS_TAG,
+    TRIGGER_LEVEL0_TAG,
+    TRIGGER_REASON_TAG,
+)
+from pipelines.order_assets import ORDERS_KEY, REVENUE_KEY, apply_day
+from pipelines.order_revenue import (
+    CONSUMER_ID,
+    CONSUMER_USER,
+    REVENUE_JOB,
+    REVENUE_RUN_TAGS,
+    order_revenue_by_status,
+)
+from pipelines.orders import (
+    ORDERS_OPTIONS,
+    ORDERS_PRIMARY_KEY,
+    ORDERS_SCHEMA,
+    ORDERS_TABLE,
+    REVENUE_TABLE,
+    revenue_deltas,
+    synthetic_cdc,
+)
+from pipelines.sensors import REASON_FULL_DUE, REASON_LEVEL0, decide, run_key
+from resources import PaimonCatalogResource
+
+DAY = "2024-01-03"
+OTHER_DAY = "2024-01-04"
+ORDERS = 300  # about 1,100 changes a day
+CHUNK = 250  # 5 commits a day: full-compaction.delta-commits and the level-0 trigger
+SENSOR = "compact_shop_orders_sensor"
+REVENUE_SENSOR = "order_revenue_sensor"
+HOUR = dt_.timedelta(hours=1)
+
+
+# ---- helpers --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def catalog(resources: dict[str, Any]) -> PaimonCatalogResource:
+    return resources["catalog"]
+
+
+def create_orders(catalog: PaimonCatalogResource, **options: str) -> pc.Table:
+    return catalog.ensure_table(ORDERS_TABLE, schema=ORDERS_SCHEMA, partition_keys=["dt"],
+                                primary_keys=ORDERS_PRIMARY_KEY, options={**ORDERS_OPTIONS, **options})
+
+
+@pytest.fixture
+def orders(catalog: PaimonCatalogResource) -> pc.Table:
+    return create_orders(catalog)
+
+
+@pytest.fixture
+def job_defs(resources: dict[str, Any]) -> dg.Definitions:
+    """The code location's definitions on the test warehouse."""
+    return dg.Definitions(assets=defs.assets, asset_checks=defs.asset_checks, jobs=defs.jobs,
+                          sensors=defs.sensors, resources=resources)
+
+
+def ingest(table: pc.Table, day: str, *, run_id: str, chunk: int = CHUNK) -> pa.Table:
+    changes = synthetic_cdc(day, orders=ORDERS)
+    apply_day(table, changes.to_batches(max_chunksize=400), day=day, run_id=run_id, commit_every_rows=chunk)
+    return changes
+
+
+def live(table: pc.Table, snapshot_id: int | None = None) -> list[dict[str, Any]]:
+    return table.read(snapshot_id=snapshot_id).sort_by([("dt", "ascending"), ("order_id", "ascending")]).to_pylist()
+
+
+def corrections(table: pc.Table, day: str, *, paid: int = 0, cancelled: int = 0, repriced: int = 0,
+                skip: int = 0) -> pa.Table:
+    """Late changes to ``day``'s live orders: ``new`` ones paid, others cancelled or repriced (+U/-D).
+
+    Orders are taken in key order after the first ``skip`` of each kind, so successive calls
+    can pick different ones.
+    """
+    rows = live(table)
+    rows = [r for r in rows if r["dt"] == day]
+    new = [r for r in rows if r["status"] == "new"][skip:skip + paid]
+    others = [r for r in rows if r not in new][skip:]
+    out = [{**r, "status": "paid", "updated_at": r["updated_at"] + HOUR, "op": "+U"} for r in new]
+    out += [{**r, "op": "-D"} for r in others[:cancelled]]
+    out += [{**r, "amount": (r["amount"] / 2).quantize(decimal.Decimal("0.01")), "updated_at": r["updated_at"] + HOUR,
+             "op": "+U"} for r in others[cancelled:cancelled + repriced]]
+    return pa.Table.from_pylist(out, schema=ORDERS_SCHEMA)
+
+
+def expected_changelog(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> Counter[tuple[Any, ...]]:
+    """Changelog rows a full compaction from ``before`` to ``after`` must write: +I new keys, -D gone
+    keys, -U old / +U new for keys whose row differs."""
+    old = {(r["dt"], r["order_id"]): r for r in before}
+    new = {(r["dt"], r["order_id"]): r for r in after}
+    rows: Counter[tuple[Any, ...]] = Counter()
+    for key in old.keys() | new.keys():
+        if key not in new:
+            rows[("-D", *old[key].values())] += 1
+        elif key not in old:
+            rows[("+I", *new[key].values())] += 1
+        elif old[key] != new[key]:
+            rows[("-U", *old[key].values())] += 1
+            rows[("+U", *new[key].values())] += 1
+    return rows
+
+
+def changelog_of(table: pc.Table, snapshot_id: int) -> Counter[tuple[Any, ...]]:
+    return Counter(tuple(row.values()) for row in table.read_changes(snapshot_id - 1, snapshot_id).to_pylist())
+
+
+def revenue_truth(rows: list[dict[str, Any]]) -> dict[tuple[str, str], tuple[int, decimal.Decimal]]:
+    """Orders and revenue per (dt, status), by a plain loop over the orders' rows."""
+    groups: dict[tuple[str, str], list[Any]] = defaultdict(lambda: [0, decimal.Decimal(0)])
+    for row in rows:
+        group = groups[(row["dt"], row["status"])]
+        group[0] += 1
+        group[1] += row["amount"]
+    return {key: (count, total) for key, (count, total) in groups.items()}
+
+
+def revenue_rows(catalog: PaimonCatalogResource) -> dict[tuple[str, str], tuple[int, decimal.Decimal]]:
+    """The aggregate table, without groups whose orders all moved away (sums back at zero)."""
+    rows = catalog.table(REVENUE_TABLE).read().to_pylist()
+    return {(r["dt"], r["status"]): (r["order_count"], r["revenue"]) for r in rows if r["order_count"] or r["revenue"]}
+
+
+def consume_revenue(resources: dict[str, Any], instance: dg.DagsterInstance, *,
+                    raise_on_error: bool = True) -> dg.ExecuteInProcessResult:
+    return dg.materialize([order_revenue_by_status], resources=resources, instance=instance, tags=REVENUE_RUN_TAGS,
+                          raise_on_error=raise_on_error)
+
+
+def metadata_of(result: dg.ExecuteInProcessResult) -> dict[str, Any]:
+    [event] = result.get_asset_materialization_events()
+    metadata = event.step_materialization_data.materialization.metadata
+    return {name: getattr(value, "value", value) for name, value in metadata.items()}
+
+
+def sensor_tick(job_defs: dg.Definitions, instance: dg.DagsterInstance, catalog: PaimonCatalogResource,
+                name: str = SENSOR, cursor: str | None = None) -> Any:
+    sensor = job_defs.resolve_sensor_def(name)
+    context = dg.build_sensor_context(instance=instance, definitions=job_defs, cursor=cursor,
+                                      resources={"catalog": catalog})
+    return sensor.evaluate_tick(context)
+
+
+def full_compaction(job_defs: dg.Definitions, instance: dg.DagsterInstance, *,
+                    run_config: dict[str, Any] | None = None, tags: dict[str, str] | None = None
+                    ) -> dg.ExecuteInProcessResult:
+    job = job_defs.resolve_job_def(FULL_COMPACTION_JOB)
+    return job.execute_in_process(run_config=run_config or full_compaction_run_config(ORDERS_TABLE),
+                                  instance=instance, tags=tags or compaction_tags(ORDERS_TABLE))
+
+
+# ---- the sensor's decision (pure) -------------------------------------------------------------
+
+
+def bucket(partition: str, level_files: tuple[int, ...], index: int = 0) -> BucketState:
+    return BucketState(partition=partition, bucket=index, level0_files=level_files[0],
+                       sorted_runs=level_files[0] + sum(1 for n in level_files[1:] if n), level_files=level_files,
+                       level_bytes=tuple(100 * n for n in level_files), rows=10, small_files=0, debt_bytes=0,
+                       pending=None)
+
+
+A, B, C = "dt=2024-01-01", "dt=2024-01-02", "dt=2024-01-03"
+SETTLED = (0, 0, 0, 1)
+
+
+@pytest.mark.parametrize(("buckets", "since", "changelog", "expected"), [
+    # 5 commits since the last full compaction: every partition still above the max level.
+    ([bucket(A, (2, 0, 0, 1)), bucket(B, SETTLED), bucket(C, (0, 1, 0, 1))], 5, True,
+     (FULL_COMPACTION_JOB, (A, C), (REASON_FULL_DUE,), 2)),
+    ([bucket(A, (2, 0, 0, 1)), bucket(B, SETTLED)], 4, True, None),  # not due, level 0 below 5
+    ([bucket(A, (5, 0, 0, 1)), bucket(B, (1, 0, 0, 0))], 4, True,  # level 0: full, only where it is over
+     (FULL_COMPACTION_JOB, (A,), (REASON_LEVEL0,), 5)),
+    ([bucket(A, (5, 0, 0, 1)), bucket(B, (1, 0, 0, 0))], 4, False, (COMPACTION_JOB, (A,), (REASON_LEVEL0,), 5)),
+    ([bucket(A, (6, 0, 0, 1)), bucket(B, (1, 0, 0, 0))], 5, True,
+     (FULL_COMPACTION_JOB, (A, B), (REASON_FULL_DUE, REASON_LEVEL0), 6)),
+    ([bucket(A, SETTLED), bucket(B, SETTLED)], 5, True, None),  # due, but nothing left to fold
+])
+def test_decide(buckets: list[BucketState], since: int, changelog: bool, expected: tuple[Any, ...] | None) -> None:
+    state = LsmState(ORDERS_TABLE, 9, 8, tuple(buckets), full_compaction_every=5, commits_since_full=since)
+
+    request = decide(state, threshold=5, primary_key=True, changelog=changelog)
+
+    got = None if request is None else (request.job_name, request.partitions, request.reasons, request.worst_level0)
+    assert got == expected
+
+
+def test_append_tables_never_get_scheduled_full_compactions() -> None:
+    state = LsmState("logs.events", 9, 8, (bucket(A, (3,)),), full_compaction_every=1, commits_since_full=1)
+
+    assert decide(state, threshold=5, primary_key=False, changelog=False) is None
+    assert decide(state, threshold=3, primary_key=False, changelog=False).job_name == COMPACTION_JOB
+
+
+# ---- the sensor on a real table ---------------------------------------------------------------
+
+
+def test_sensor_launches_the_full_job_after_delta_commits(job_defs: dg.Definitions, instance: dg.DagsterInstance,
+                                                           catalog: PaimonCatalogResource, orders: pc.Table) -> None:
+    ingest(orders, DAY, run_id="r1", chunk=300)  # 4 commits, 4 level-0 files per bucket
+    below = sensor_tick(job_defs, instance, catalog)
+    assert not below.run_requests
+    assert "below the threshold 5; 4/5 commits since the last full compaction" in below.skip_message
+
+    orders.write(synthetic_cdc(OTHER_DAY, orders=ORDERS))  # the 5th commit, another partition
+    tick = sensor_tick(job_defs, instance, catalog, cursor=below.cursor)
+
+    [request] = tick.run_requests
+    assert request.job_name == FULL_COMPACTION_JOB
+    assert request.run_config == full_compaction_run_config(ORDERS_TABLE, partitions=[f"dt={DAY}", f"dt={OTHER_DAY}"])
+    assert request.run_key == run_key(ORDERS_TABLE, 5) and tick.cursor == "5"
+    assert request.tags[COMPACTION_TAG] == ORDERS_TABLE
+    assert request.tags[TRIGGER_REASON_TAG] == REASON_FULL_DUE
+    assert request.tags[TRIGGER_COMMITS_TAG] == "5/5"
+    assert request.tags[TRIGGER_LEVEL0_TAG] == "4"
+    # One state, one run: evaluated again it is skipped, or (cursor lost) gets the same run key.
+    assert "evaluated already" in sensor_tick(job_defs, instance, catalog, cursor=tick.cursor).skip_message
+    assert sensor_tick(job_defs, instance, catalog).run_requests[0].run_key == request.run_key
+    # A compaction run of the table waiting in the queue (either job) holds the next one back.
+    queued = instance.create_run_for_job(job_defs.resolve_job_def(FULL_COMPACTION_JOB),
+                                         run_config=request.run_config, tags=dict(request.tags),
+                                         status=dg.DagsterRunStatus.NOT_STARTED)
+    skipped = sensor_tick(job_defs, instance, catalog)
+    assert not skipped.run_requests
+    assert f"a full compaction is due, but compaction run {queued.run_id} is not started" in skipped.skip_message
+    instance.report_run_canceled(queued)
+
+    result = full_compaction(job_defs, instance, run_config=request.run_config, tags=dict(request.tags))
+
+    assert result.success
+    assert [b.level_files for b in orders.lsm_state().buckets] == [(0, 0, 0, 0, 0, 1)] * 8
+    after = sensor_tick(job_defs, instance, catalog)
+    assert "0/5 commits since the last full compaction" in after.skip_message
+
+
+def test_level0_over_the_trigger_launches_the_full_job(job_defs: dg.Definitions, instance: dg.DagsterInstance,
+                                                       catalog: PaimonCatalogResource) -> None:
+    orders = create_orders(catalog, **{"full-compaction.delta-commits": "100"})
+    ingest(orders, DAY, run_id="r1")  # 5 level-0 files per bucket, far from 100 commits
+
+    [request] = sensor_tick(job_defs, instance, catalog).run_requests
+
+    assert request.job_name == FULL_COMPACTION_JOB
+    assert request.run_config == full_compaction_run_config(ORDERS_TABLE, partitions=[f"dt={DAY}"])
+    assert request.tags[TRIGGER_REASON_TAG] == REASON_LEVEL0
+    assert request.tags[TRIGGER_COMMITS_TAG] == "5/100"
+
+
+# ---- the full compaction job writes the changelog --------------------------------------------
+
+
+def test_full_compaction_job_writes_the_changelog_of_changed_keys(
+        job_defs: dg.Definitions, instance: dg.DagsterInstance, catalog: PaimonCatalogResource,
+        orders: pc.Table) -> None:
+    changes = ingest(orders, DAY, run_id="r1")
+    [request] = sensor_tick(job_defs, instance, catalog).run_requests
+
+    first = full_compaction(job_defs, instance, run_config=request.run_config, tags=dict(request.tags))
+
+    [snapshot] = first.output_for_node("report_compaction")["snapshots"]
+    inserted = replay(changes)  # the day's orders as a deduplicate merge must leave them
+    assert changelog_of(orders, snapshot) == expected_changelog([], inserted)
+    report = first.output_for_node("report_compaction")
+    assert report["changelog_rows"] == len(inserted) and report["changelog_files"] >= 1
+
+    before = live(orders)
+    orders.write(corrections(orders, DAY, paid=3, cancelled=2, repriced=2))
+    second = full_compaction(job_defs, instance)
+
+    [snapshot] = second.output_for_node("report_compaction")["snapshots"]
+    expected = expected_changelog(before, live(orders))
+    assert changelog_of(orders, snapshot) == expected
+    assert Counter(kind for kind, *_ in expected.elements()) == {"-U": 5, "+U": 5, "-D": 2}
+    # Each partition's step reports the changelog it wrote, on the step and on the asset.
+    [step] = [e for e in second.all_events if e.event_type_value == "STEP_OUTPUT"
+              and e.step_key.startswith("compact_partition")]
+    assert step.event_specific_data.metadata["changelog_rows"].value == 12
+    observations = [e.event_specific_data.asset_observation for e in second.all_events
+                    if e.event_type_value == "ASSET_OBSERVATION"]
+    assert [(o.asset_key, o.metadata["changelog_rows"].value) for o in observations] == [(ORDERS_KEY, 12)]
+
+
+# ---- the revenue aggregate --------------------------------------------------------------------
+
+
+def test_revenue_follows_the_orders_through_full_compactions(
+        resources: dict[str, Any], instance: dg.DagsterInstance, job_defs: dg.Definitions,
+        catalog: PaimonCatalogResource, orders: pc.Table) -> None:
+    ingest(orders, DAY, run_id="r1")
+    # Nothing reached the max level yet: a new consumer starts from there and finds nothing.
+    first = metadata_of(consume_revenue(resources, instance))
+    assert first["full_read"] and first["rows_written"] == 0 and revenue_rows(catalog) == {}
+
+    full_compaction(job_defs, instance)  # the day's orders, as +I
+    second = metadata_of(consume_revenue(resources, instance))
+    assert revenue_rows(catalog) == revenue_truth(live(orders))
+    assert second["snapshots_consumed"] == 1 and second["changelog_inserts"] == len(live(orders))
+    assert second["started_from"].startswith("saved progress")
+
+    # Another day, corrections of the first (payments, cancellations, new prices), one full
+    # compaction; then more corrections that no compaction has folded yet.
+    ingest(orders, OTHER_DAY, run_id="r2")
+    orders.write(corrections(orders, DAY, paid=4, cancelled=3, repriced=5))
+    compacted = orders.compact(full=True).snapshot_id
+    orders.write(corrections(orders, OTHER_DAY, paid=2, cancelled=1, skip=10))
+    third = metadata_of(consume_revenue(resources, instance))
+    assert revenue_rows(catalog) == revenue_truth(live(orders, compacted))  # as of the last full compaction
+    assert revenue_rows(catalog) != revenue_truth(live(orders))
+    changes = orders.read_changes(compacted - 1, compacted)
+    kinds = Counter(changes.column("_row_kind").to_pylist())
+    assert (third["changelog_inserts"], third["changelog_update_befores"], third["changelog_update_afters"],
+            third["changelog_deletes"]) == (kinds["+I"], kinds["-U"], kinds["+U"], kinds["-D"])
+    assert third["snapshots_consumed"] == 1 and third["source_snapshots"] == str(compacted)
+    preview = third["changes_preview"].records
+    assert 0 < len(preview) <= 10 and {r.data["source snapshot"] for r in preview} == {compacted}
+
+    # Every "new" order of the day cancelled: its group sums back to zero.
+    cancel_new = [r for r in live(orders) if r["dt"] == OTHER_DAY and r["status"] == "new"]
+    orders.write(pa.Table.from_pylist([{**r, "op": "-D"} for r in cancel_new], schema=ORDERS_SCHEMA))
+    full_compaction(job_defs, instance)
+    consume_revenue(resources, instance)
+    assert revenue_rows(catalog) == revenue_truth(live(orders))
+    assert (OTHER_DAY, "new") not in revenue_rows(catalog)
+    # Nothing new: a run reads nothing and commits nothing.
+    idle = metadata_of(consume_revenue(resources, instance))
+    assert idle["snapshots_consumed"] == 0 and idle["commits"] == 0
+
+
+def test_revenue_deltas_move_an_order_between_statuses() -> None:
+    amount = pa.array([decimal.Decimal(x) for x in ("10.00", "10.00", "12.50", "3.00")], pa.decimal128(12, 2))
+    changes = pa.table({"_row_kind": ["-U", "+U", "+I", "-D"], "dt": [DAY] * 4,
+                        "status": ["new", "paid", "paid", "new"], "amount": amount})
+
+    rows = revenue_deltas(changes).to_pylist()
+
+    assert [(r["status"], r["order_count"], r["revenue"]) for r in rows] == [
+        ("new", -2, decimal.Decimal("-13.00")), ("paid", 2, decimal.Decimal("22.50"))]
+
+
+# ---- exactly once -----------------------------------------------------------------------------
+
+
+class CheckpointCrash:
+    """Once armed, the next save of a consumer's progress dies: a worker lost between a batch's
+    commit and the checkpoint after it."""
+
+    def __init__(self) -> None:
+        self.armed = False
+        self.at: list[int] = []  # the progress that was not saved
+
+    def arm(self) -> None:
+        self.armed = True
+
+
+@pytest.fixture
+def crash(monkeypatch: pytest.MonkeyPatch) -> CheckpointCrash:
+    crash = CheckpointCrash()
+    save = ChangeStream.checkpoint
+
+    def checkpoint(stream: ChangeStream) -> None:
+        if crash.armed:
+            crash.armed = False
+            crash.at.append(stream.next_snapshot)
+            raise OSError("worker lost between the commit and the checkpoint")
+        save(stream)
+
+    monkeypatch.setattr(ChangeStream, "checkpoint", checkpoint)
+    return crash
+
+
+def consumer_commits(catalog: PaimonCatalogResource) -> list[int]:
+    return [s.commit_identifier for s in catalog.table(REVENUE_TABLE).snapshots()
+            if s.commit_user == CONSUMER_USER and s.commit_kind == "APPEND"]
+
+
+def test_a_new_consumer_that_crashed_after_its_first_commit_resumes_after_it(
+        resources: dict[str, Any], instance: dg.DagsterInstance, catalog: PaimonCatalogResource,
+        orders: pc.Table, crash: CheckpointCrash) -> None:
+    ingest(orders, DAY, run_id="r1")
+    compacted = orders.compact(full=True).snapshot_id
+
+    crash.arm()
+    failed = consume_revenue(resources, instance, raise_on_error=False)
+
+    assert not failed.success and crash.at == [compacted + 1]
+    assert consumer_commits(catalog) == [compacted]  # the full read landed ...
+    assert [c.consumer_id for c in orders.consumers()] == []  # ... its progress did not
+    # Meanwhile the orders moved on: a new full read would be of another snapshot, and count twice.
+    orders.write(corrections(orders, DAY, paid=2))
+    again = metadata_of(consume_revenue(resources, instance))
+    assert again["started_from"].startswith(f"snapshot {compacted + 1}: no saved progress")
+    assert again["commits"] == 0 and consumer_commits(catalog) == [compacted]
+    assert revenue_rows(catalog) == revenue_truth(live(orders, compacted))
+
+
+def test_a_replayed_batch_is_skipped_not_applied_twice(
+        resources: dict[str, Any], instance: dg.DagsterInstance, catalog: PaimonCatalogResource,
+        orders: pc.Table, crash: CheckpointCrash) -> None:
+    ingest(orders, DAY, run_id="r1")
+    orders.compact(full=True)
+    consume_revenue(resources, instance)
+    ingest(orders, OTHER_DAY, run_id="r2")
+    orders.write(corrections(orders, DAY, paid=3, cancelled=2, repriced=1))
+    first = orders.compact(partitions={"dt": DAY}, full=True).snapshot_id
+    second = orders.compact(partitions={"dt": OTHER_DAY}, full=True).snapshot_id
+    [progress] = [c.next_snapshot for c in orders.consumers() if c.consumer_id == CONSUMER_ID]
+
+    crash.arm()
+    failed = consume_revenue(resources, instance, raise_on_error=False)
+
+    assert not failed.success and crash.at == [first + 1]
+    assert consumer_commits(catalog)[-1] == first  # the first compaction's changes landed ...
+    assert [c.next_snapshot for c in orders.consumers()] == [progress]  # ... and will be read again
+    again = metadata_of(consume_revenue(resources, instance))
+    assert again["source_snapshots"] == f"{first}, {second}"
+    assert (again["replayed_batches"], again["commits"]) == (1, 1)
+    assert consumer_commits(catalog)[-2:] == [first, second]
+    assert revenue_rows(catalog) == revenue_truth(live(orders))
+    assert [c.next_snapshot for c in orders.consumers()] == [second + 1]
+
+
+# ---- the revenue sensor -----------------------------------------------------------------------
+
+
+def test_revenue_sensor_requests_a_run_when_changes_wait(
+        resources: dict[str, Any], job_defs: dg.Definitions, instance: dg.DagsterInstance,
+        catalog: PaimonCatalogResource) -> None:
+    def tick(cursor: str | None = None) -> Any:
+        return sensor_tick(job_defs, instance, catalog, name=REVENUE_SENSOR, cursor=cursor)
+
+    assert "does not exist yet" in tick().skip_message
+    plain = create_orders(catalog, **{"changelog-producer": "none"})
+    plain.write(synthetic_cdc(DAY, orders=ORDERS))
+    assert "changelog-producer none" in tick().skip_message
+
+    orders = create_orders(catalog)  # the pipeline's options: the producer is switched on
+    first = tick()
+    [request] = first.run_requests
+    assert request.run_key == f"{REVENUE_TABLE}@1" and first.cursor == "1"
+    assert request.tags.items() >= REVENUE_RUN_TAGS.items()
+
+    consume_revenue(resources, instance)
+    ingest(orders, OTHER_DAY, run_id="r2")  # APPEND snapshots: changes only once fully compacted
+    quiet = tick(first.cursor)
+    assert not quiet.run_requests and "no unread snapshot has changes" in quiet.skip_message
+    assert quiet.cursor == str(orders.latest_snapshot().id)
+
+    orders.compact(full=True)
+    latest = str(orders.latest_snapshot().id)
+    running = instance.create_run_for_job(job_defs.resolve_job_def(REVENUE_JOB), tags=REVENUE_RUN_TAGS,
+                                          status=dg.DagsterRunStatus.STARTED)
+    held = tick(quiet.cursor)
+    assert f"run {running.run_id} of {REVENUE_JOB} is started" in held.skip_message
+    assert held.cursor in (None, quiet.cursor)  # looked at again at the next tick
+    instance.report_run_canceled(running)
+    [request] = tick(quiet.cursor).run_requests
+    assert request.run_key == f"{REVENUE_TABLE}@{latest}"
+
+
+def test_pending_changes_need_a_snapshot() -> None:
+    assert not PendingChanges(progress=None, latest=None).due
+    assert PendingChanges(progress=None, latest=3).due
+    assert not PendingChanges(progress=4, latest=3).due
+    assert PendingChanges(progress=2, latest=9, unscanned=True).due
+
+
+# ---- definitions ------------------------------------------------------------------------------
+
+
+def test_the_revenue_asset_is_wired_downstream_of_orders() -> None:
+    graph = defs.resolve_asset_graph()
+    node = graph.get(REVENUE_KEY)
+
+    assert node.parent_keys == {ORDERS_KEY}
+    assert node.group_name == "shop" and node.partitions_def is None
+    checks = {c.name for c in graph.get_check_keys_for_assets({REVENUE_KEY})}
+    assert checks == {"level0_below_stop_trigger", "small_files"}
+    job = defs.resolve_job_def(REVENUE_JOB)
+    assert set(job.asset_layer.selected_asset_keys) == {REVENUE_KEY}
+    assert job.tags.items() >= REVENUE_RUN_TAGS.items()
+    sensor = defs.resolve_sensor_def(REVENUE_SENSOR)
+    assert sensor.job_name == REVENUE_JOB and sensor.default_status == dg.DefaultSensorStatus.RUNNING
+    assert CONSUMER_ID in sensor.description
