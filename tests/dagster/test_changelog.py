@@ -16,6 +16,7 @@ import dagster as dg
 import pyarrow as pa
 import pytest
 from cdc_truth import replay
+from test_compaction import sensor_tick
 
 import paimon_core as pc
 from paimon_core import ChangeStream
@@ -58,7 +59,6 @@ DAY = "2024-01-03"
 OTHER_DAY = "2024-01-04"
 ORDERS = 300  # about 1,100 changes a day
 CHUNK = 250  # 5 commits a day: full-compaction.delta-commits and the level-0 trigger
-SENSOR = "compact_shop_orders_sensor"
 REVENUE_SENSOR = "order_revenue_sensor"
 HOUR = dt_.timedelta(hours=1)
 
@@ -163,14 +163,6 @@ def metadata_of(result: dg.ExecuteInProcessResult) -> dict[str, Any]:
     [event] = result.get_asset_materialization_events()
     metadata = event.step_materialization_data.materialization.metadata
     return {name: getattr(value, "value", value) for name, value in metadata.items()}
-
-
-def sensor_tick(job_defs: dg.Definitions, instance: dg.DagsterInstance, catalog: PaimonCatalogResource,
-                name: str = SENSOR, cursor: str | None = None) -> Any:
-    sensor = job_defs.resolve_sensor_def(name)
-    context = dg.build_sensor_context(instance=instance, definitions=job_defs, cursor=cursor,
-                                      resources={"catalog": catalog})
-    return sensor.evaluate_tick(context)
 
 
 def full_compaction(job_defs: dg.Definitions, instance: dg.DagsterInstance, *,
