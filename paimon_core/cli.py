@@ -7,6 +7,7 @@ import datetime
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from paimon_core.catalog import Catalog
 from paimon_core.errors import PaimonError
@@ -112,6 +113,37 @@ def cmd_compact(catalog: Catalog, args: argparse.Namespace) -> str:
     return f"{body}\n{result.summary()}".lstrip()
 
 
+def cmd_expire_snapshots(catalog: Catalog, args: argparse.Namespace) -> str:
+    table = catalog.get_table(args.table)
+    plan = table.expire_snapshots(dry_run=args.dry_run, older_than_ms=args.older_than_ms,
+                                  retain_min=args.retain_min, retain_max=args.retain_max, max_deletes=args.max_deletes)
+    listed = [f"  {path}" for path in (*plan.data_files, *plan.changelog_files, *plan.index_files)] if args.dry_run \
+        else []
+    return "\n".join([*listed, plan.summary()])
+
+
+def cmd_tags(catalog: Catalog, args: argparse.Namespace) -> str:
+    tags = catalog.get_table(args.table).list_tags()
+    return _format_table(("tag", "snapshot", "commit kind", "records"),
+                         [(t.name, t.snapshot_id, t.snapshot.commit_kind, t.snapshot.total_record_count) for t in tags])
+
+
+def cmd_create_tag(catalog: Catalog, args: argparse.Namespace) -> str:
+    tag = catalog.get_table(args.table).create_tag(args.name, args.snapshot)
+    return f"tag {tag.name} -> snapshot {tag.snapshot_id}"
+
+
+def cmd_delete_tag(catalog: Catalog, args: argparse.Namespace) -> str:
+    deleted = catalog.get_table(args.table).delete_tag(args.name)
+    return f"tag {args.name} {'deleted' if deleted else 'did not exist'}"
+
+
+def cmd_rollback(catalog: Catalog, args: argparse.Namespace) -> str:
+    done = catalog.get_table(args.table).rollback_to(args.tag if args.tag is not None else args.snapshot)
+    return (f"{done.table} rolled back to snapshot {done.snapshot_id}: removed snapshots "
+            f"{list(done.removed_snapshots)}, tags {list(done.removed_tags)}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="paimon", description="Inspect and compact Paimon tables.")
     parser.add_argument("--warehouse", default=os.environ.get("PAIMON_WAREHOUSE", "warehouse"),
@@ -151,7 +183,39 @@ def build_parser() -> argparse.ArgumentParser:
     compact.add_argument("--bucket", type=int, action="append", help="bucket number; repeatable")
     compact.add_argument("--full", action="store_true", help="rewrite every bucket into one sorted run")
     compact.set_defaults(run=cmd_compact)
+    _add_maintenance(commands)
     return parser
+
+
+def _add_maintenance(commands: Any) -> None:
+    """Subcommands that expire, tag and roll back."""
+    expire = commands.add_parser("expire-snapshots", help="expire old snapshots (Paimon's retention rule)")
+    expire.add_argument("table", help="database.table")
+    expire.add_argument("--dry-run", action="store_true", help="list what would be deleted, delete nothing")
+    expire.add_argument("--older-than-ms", type=int, default=None,
+                        help="keep snapshots current at or after this epoch-millisecond time")
+    expire.add_argument("--retain-min", type=int, default=None)
+    expire.add_argument("--retain-max", type=int, default=None)
+    expire.add_argument("--max-deletes", type=int, default=None, help="most snapshots expired in this run")
+    expire.set_defaults(run=cmd_expire_snapshots)
+    tags = commands.add_parser("tags", help="list the tags of a table")
+    tags.add_argument("table", help="database.table")
+    tags.set_defaults(run=cmd_tags)
+    create_tag = commands.add_parser("create-tag", help="tag a snapshot (default the latest)")
+    create_tag.add_argument("table", help="database.table")
+    create_tag.add_argument("name")
+    create_tag.add_argument("--snapshot", type=int, default=None)
+    create_tag.set_defaults(run=cmd_create_tag)
+    delete_tag = commands.add_parser("delete-tag", help="delete a tag")
+    delete_tag.add_argument("table", help="database.table")
+    delete_tag.add_argument("name")
+    delete_tag.set_defaults(run=cmd_delete_tag)
+    rollback = commands.add_parser("rollback", help="make a snapshot or tag the latest state (stop writers first)")
+    rollback.add_argument("table", help="database.table")
+    target = rollback.add_mutually_exclusive_group(required=True)
+    target.add_argument("--snapshot", type=int)
+    target.add_argument("--tag")
+    rollback.set_defaults(run=cmd_rollback)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -47,6 +47,14 @@ class SnapshotNotFoundError(PaimonError, LookupError):
     """Time travel to a snapshot, timestamp or tag that does not exist."""
 
 
+class SnapshotExpiredError(SnapshotNotFoundError):
+    """A read lost its snapshot to expiry (or rollback) while it ran; nothing partial is returned."""
+
+
+class TagExistsError(PaimonError):
+    """A tag of that name already exists (tags are never overwritten)."""
+
+
 class CommitConflictError(PaimonError):
     """The commit lost every race it was allowed to retry; nothing of it landed.
 
@@ -69,6 +77,10 @@ class CommitStateUnknownError(PaimonError):
 
 class CorruptMetadataError(PaimonError):
     """A metadata file (schema, snapshot, manifest, index) that cannot be decoded."""
+
+
+class MissingFileError(CorruptMetadataError, FileNotFoundError):
+    """A file a snapshot references is gone (expired under a running read, or lost)."""
 
 
 class UnsupportedFeatureError(PaimonError, NotImplementedError):

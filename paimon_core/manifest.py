@@ -16,7 +16,7 @@ from typing import Any
 import fastavro
 
 from paimon_core.binary_row import EMPTY_ROW, deserialize_with_arity, serialize_with_arity
-from paimon_core.errors import CorruptMetadataError
+from paimon_core.errors import CorruptMetadataError, MissingFileError
 from paimon_core.fileio import FileIO
 from paimon_core.types import DataType
 
@@ -316,7 +316,7 @@ def _read_records(file_io: FileIO, path: str) -> Iterator[dict[str, Any]]:
     try:
         data = file_io.read_bytes(path)
     except FileNotFoundError:
-        raise CorruptMetadataError(f"metadata file {path} is missing") from None
+        raise MissingFileError(f"metadata file {path} is missing") from None
     try:
         for record in fastavro.reader(io.BytesIO(data)):
             if not isinstance(record, dict):

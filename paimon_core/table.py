@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import uuid
@@ -22,11 +23,14 @@ from paimon_core.errors import (
     OptionError,
     PaimonError,
     SchemaError,
+    SnapshotExpiredError,
     SnapshotNotFoundError,
     UnsupportedFeatureError,
 )
 from paimon_core.fileio import FileIO
 from paimon_core.layout import TablePaths
+from paimon_core.maintenance.expiry import ExpiryPlan, SnapshotExpiry
+from paimon_core.maintenance.rollback import Rollback, rollback_to
 from paimon_core.manifest import ManifestEntry, read_index_manifest
 from paimon_core.merge import engine_for
 from paimon_core.names import Identifier
@@ -47,6 +51,7 @@ from paimon_core.read.stream import ChangeBatch, ChangeStream, start_position
 from paimon_core.schema import SchemaChange, TableSchema, apply_changes
 from paimon_core.schema_store import SchemaStore
 from paimon_core.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotStore
+from paimon_core.tags import Tag, TagStore
 from paimon_core.write.append_writer import AppendWriter
 from paimon_core.write.conform import check_partition_values, conform, internal_partition_spec, iter_input
 from paimon_core.write.primary_key_sink import IndexState, PrimaryKeySink
@@ -119,11 +124,65 @@ class Table:
 
     def tag(self, name: str) -> Snapshot:
         """The snapshot a tag points at (it survives the expiry of the snapshot itself)."""
-        path = self.paths.tag_file(name)
+        return self._tags.get(name).snapshot
+
+    # ---- tags, expiry, rollback -----------------------------------------------------------------
+
+    @property
+    def _tags(self) -> TagStore:
+        return TagStore(self.file_io, self.paths, self.name)
+
+    def create_tag(self, name: str, snapshot_id: int | None = None, *,
+                   time_retained_s: float | None = None) -> Tag:
+        """Tag a snapshot (default the latest): it and its files are kept until the tag is deleted."""
+        snapshot = self.latest_snapshot() if snapshot_id is None else self.snapshot(snapshot_id)
+        if snapshot is None:
+            raise SnapshotNotFoundError(f"table {self.name} has no snapshot to tag")
+        return self._tags.create(name, snapshot, time_retained_s=time_retained_s)
+
+    def delete_tag(self, name: str) -> bool:
+        """Remove a tag; files only it kept become orphans for :meth:`remove_orphan_files`."""
+        return self._tags.delete(name)
+
+    def list_tags(self) -> list[Tag]:
+        """Every tag, oldest snapshot first."""
+        return self._tags.tags()
+
+    def expire_snapshots(self, *, dry_run: bool = True, older_than_ms: int | None = None,
+                         retain_min: int | None = None, retain_max: int | None = None,
+                         max_deletes: int | None = None) -> ExpiryPlan:
+        """Expire old snapshots with Paimon's rule, never touching what a kept snapshot, a tag
+        or a consumer's unread snapshot needs.
+
+        Args:
+            dry_run: only plan (the default): the result lists what would be deleted.
+            older_than_ms: keep snapshots current at or after this time (default: now minus
+                ``snapshot.time-retained``).
+            retain_min / retain_max / max_deletes: override ``snapshot.num-retained.min``,
+                ``snapshot.num-retained.max`` and ``snapshot.expire.limit``.
+        """
+        expiry = SnapshotExpiry(self)
+        plan = expiry.plan(expiry.retention(older_than_ms=older_than_ms, retain_min=retain_min,
+                                            retain_max=retain_max, limit=max_deletes))
+        return plan if dry_run else expiry.execute(plan)
+
+    def rollback_to(self, target: int | str) -> Rollback:
+        """Make a snapshot id or a tag the latest state; newer snapshots and tags are removed
+        (their files are left to orphan-file cleanup). Stop writers first."""
+        return rollback_to(self, target)
+
+    @contextlib.contextmanager
+    def _expiry_guard(self, snapshot: Snapshot | None) -> Iterator[None]:
+        """A file missing under a snapshot that is gone by now: the snapshot was expired (or
+        rolled back) during the read; say so instead of failing with a bare missing file."""
         try:
-            return Snapshot.from_json(self.file_io.read_bytes(path), source=path)
-        except FileNotFoundError:
-            raise SnapshotNotFoundError(f"tag {name!r} of table {self.name} does not exist") from None
+            yield
+        except FileNotFoundError as exc:
+            if snapshot is not None and not self.snapshot_store.exists(snapshot.id):
+                raise SnapshotExpiredError(
+                    f"snapshot {snapshot.id} of table {self.name} was expired or rolled back while it was "
+                    f"read ({exc}); read a newer snapshot, or protect this one with a tag or consumer id") from exc
+            raise
 
     def alter(self, changes: Sequence[SchemaChange]) -> TableSchema:
         """Apply schema changes as one new schema version."""
@@ -238,9 +297,14 @@ class Table:
         """A streaming reader: memory is bounded by one row group, whatever the table size."""
         snapshot, schema = self._read_target(snapshot_id, timestamp_ms, tag)
         reader = self._reader(schema, columns, filter)
-        splits = self._splits(snapshot, schema, reader)
-        return pa.RecordBatchReader.from_batches(reader.output_schema,
-                                                 reader.iter_batches(splits, batch_size))
+        with self._expiry_guard(snapshot if tag is None else None):
+            splits = self._splits(snapshot, schema, reader)
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            with self._expiry_guard(snapshot if tag is None else None):
+                yield from reader.iter_batches(splits, batch_size)
+
+        return pa.RecordBatchReader.from_batches(reader.output_schema, batches())
 
     def read(self, columns: Sequence[str] | None = None, filter: Any = None, *,
              snapshot_id: int | None = None, timestamp_ms: int | None = None,
@@ -254,7 +318,8 @@ class Table:
         """
         snapshot, schema = self._read_target(snapshot_id, timestamp_ms, tag)
         reader = self._reader(schema, columns, filter)
-        return _read_all(reader, self._splits(snapshot, schema, reader))
+        with self._expiry_guard(snapshot if tag is None else None):
+            return _read_all(reader, self._splits(snapshot, schema, reader))
 
     def read_split(self, split: DataSplit, columns: Sequence[str] | None = None) -> pa.Table:
         """Read one split from :meth:`plan` (e.g. to spread a read over workers)."""

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 from pyarrow import orc
 
 from paimon_core.deletion_vectors import read_deletion_vector
-from paimon_core.errors import CorruptMetadataError, SchemaError
+from paimon_core.errors import CorruptMetadataError, MissingFileError, SchemaError
 from paimon_core.fileio import FileIO
 from paimon_core.layout import TablePaths, partition_path, partition_value_string
 from paimon_core.manifest import DataFileMeta
@@ -96,7 +96,7 @@ class SplitReader:
             with self.file_io.open_input(path) as source:
                 return read_all(source, path, columns)
         except FileNotFoundError:
-            raise CorruptMetadataError(f"data file {path} of table {self.table} is missing") from None
+            raise MissingFileError(f"data file {path} of table {self.table} is missing") from None
 
     def _stream_physical(self, path: str, columns: list[str], batch_size: int,
                          batch_bytes: int | None = None) -> Iterator[pa.RecordBatch]:
@@ -105,7 +105,7 @@ class SplitReader:
             with self.file_io.open_input(path) as source:
                 yield from _iter_batches(source, path, columns, batch_size, batch_bytes)
         except FileNotFoundError:
-            raise CorruptMetadataError(f"data file {path} of table {self.table} is missing") from None
+            raise MissingFileError(f"data file {path} of table {self.table} is missing") from None
 
     def file_path(self, split: DataSplit, meta: DataFileMeta) -> str:
         if meta.external_path:

@@ -1,0 +1,1 @@
+"""Table maintenance: snapshot expiry, rollback (and, later, orphan-file cleanup)."""

@@ -1,0 +1,210 @@
+"""Snapshot expiry, tags and rollback on real tables: nothing reachable is ever deleted, and
+everything expiry frees is gone (the files on disk are exactly what is still reachable)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import paimon_core as pc
+from paimon_core.cli import main
+from paimon_core.errors import (
+    InvalidNameError,
+    OptionError,
+    SnapshotExpiredError,
+    SnapshotNotFoundError,
+    TagExistsError,
+    UnsupportedFeatureError,
+)
+from paimon_core.manifest import read_index_manifest, read_manifest_list
+from paimon_core.read.changes import change_entries
+from paimon_core.read.scan import PartitionDecoder, live_entries, read_manifest_metas
+from paimon_core.snapshot import Snapshot
+from tests.integration.conftest import files_under
+
+SCHEMA = pa.schema([pa.field("k", pa.int64(), False), ("v", pa.string()), ("dt", pa.string())])
+
+
+def rows(keys: range, tag: str, dt: str = "2024-01-01") -> pa.Table:
+    return pa.table({"k": list(keys), "v": [f"{tag}-{k}" for k in keys], "dt": [dt] * len(keys)}, schema=SCHEMA)
+
+
+def pk_table(catalog: pc.Catalog, name: str = "t", **options: str) -> pc.Table:
+    return catalog.create_table(f"db.{name}", schema=SCHEMA, primary_keys=["dt", "k"], partition_keys=["dt"],
+                                options={"bucket": "2", "num-sorted-run.compaction-trigger": "2",
+                                         "changelog-producer": "input", **options})
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000) + 1
+
+
+def reachable(table: pc.Table) -> set[str]:
+    """Every file (relative to the table) that a retained snapshot or a tag references."""
+    root = Path(table.path)
+    out = {str(p.relative_to(root)) for p in root.glob("schema/*")} | {"snapshot/LATEST", "snapshot/EARLIEST"}
+    out |= {str(p.relative_to(root)) for p in root.glob("tag/*")}
+    snapshots: list[Snapshot] = table.snapshots() + [t.snapshot for t in table.list_tags()]
+    out |= {f"snapshot/snapshot-{s.id}" for s in table.snapshots()}
+    for snapshot in snapshots:
+        lists = [snapshot.base_manifest_list, snapshot.delta_manifest_list, snapshot.changelog_manifest_list]
+        out |= {f"manifest/{name}" for name in lists if name}
+        out |= {f"manifest/{m.file_name}" for m in read_manifest_metas(table.file_io, table.paths, snapshot)}
+        if snapshot.changelog_manifest_list:
+            metas = read_manifest_list(table.file_io, table.paths.manifest_file(snapshot.changelog_manifest_list))
+            out |= {f"manifest/{m.file_name}" for m in metas}
+        entries = live_entries(table.file_io, table.paths, snapshot)
+        entries += change_entries(table.file_io, table.paths, snapshot, primary_key=True, producer="input")
+        decode = PartitionDecoder(table.schema.partition_types)
+        out |= {f"dt={decode(e.partition)[0]}/bucket-{e.bucket}/{e.file.file_name}" for e in entries}
+        if snapshot.index_manifest:
+            out.add(f"manifest/{snapshot.index_manifest}")
+            index = read_index_manifest(table.file_io, table.paths.manifest_file(snapshot.index_manifest))
+            out |= {f"index/{e.file_name}" for e in index}
+    return out
+
+
+def on_disk(table: pc.Table) -> set[str]:
+    return files_under(Path(table.path)) - {f for f in files_under(Path(table.path)) if f.startswith("consumer/")}
+
+
+def history(table: pc.Table, commits: int) -> dict[int, list[dict[str, Any]]]:
+    """Commits of updates and deletes; the table's contents after each snapshot."""
+    states: dict[int, list[dict[str, Any]]] = {}
+    for c in range(commits):
+        table.write(rows(range(c, c + 8), f"c{c}", dt=f"2024-01-0{1 + c % 2}"))
+        if c % 3 == 2:
+            table.delete(pa.table({"k": [c], "dt": [f"2024-01-0{1 + c % 2}"]}))
+    for snapshot in table.snapshots():
+        states[snapshot.id] = sorted(table.read(snapshot_id=snapshot.id).to_pylist(), key=lambda r: (r["dt"], r["k"]))
+    return states
+
+
+def assert_reads(table: pc.Table, states: dict[int, list[dict[str, Any]]]) -> None:
+    for snapshot in table.snapshots():
+        got = sorted(table.read(snapshot_id=snapshot.id).to_pylist(), key=lambda r: (r["dt"], r["k"]))
+        assert got == states[snapshot.id], f"snapshot {snapshot.id} reads differently after maintenance"
+    for tag in table.list_tags():
+        got = sorted(table.read(tag=tag.name).to_pylist(), key=lambda r: (r["dt"], r["k"]))
+        assert got == states[tag.snapshot_id], f"tag {tag.name} reads differently after maintenance"
+
+
+def test_expiry_frees_exactly_what_nothing_reaches(catalog: pc.Catalog) -> None:
+    table = pk_table(catalog)
+    states = history(table, 10)
+    table.create_tag("early", 4)
+    latest = table.latest_snapshot().id
+    assert on_disk(table) == reachable(table)  # nothing unreferenced before
+    plan = table.expire_snapshots(older_than_ms=now_ms(), retain_min=3)  # a dry run by default
+    assert plan.dry_run and plan.snapshots == tuple(range(1, latest - 2)) and plan.data_files
+    assert table.snapshot_store.earliest_id() == 1 and on_disk(table) == reachable(table)
+
+    done = table.expire_snapshots(dry_run=False, older_than_ms=now_ms(), retain_min=3)
+    assert done.snapshots == plan.snapshots and done.data_files == plan.data_files and not done.dry_run
+    assert [s.id for s in table.snapshots()] == [latest - 2, latest - 1, latest]
+    assert (Path(table.path) / "snapshot" / "EARLIEST").read_text() == str(latest - 2)
+    assert on_disk(table) == reachable(table), "expiry left files behind or deleted reachable ones"
+    assert_reads(table, states)
+    assert table.expire_snapshots(dry_run=False, older_than_ms=now_ms(), retain_min=3).snapshots == ()
+
+
+def test_time_retention_consumers_and_limits_keep_snapshots(catalog: pc.Catalog) -> None:
+    table = pk_table(catalog)
+    history(table, 6)
+    latest = table.latest_snapshot().id
+    assert table.expire_snapshots(retain_min=1).snapshots == ()  # all younger than snapshot.time-retained (1 h)
+    table.stream("from-snapshot", snapshot_id=4, consumer_id="reader").checkpoint()
+    assert table.consumer("reader") == 4
+    assert table.expire_snapshots(older_than_ms=now_ms(), retain_min=1).snapshots == (1, 2, 3)
+    assert table.expire_snapshots(older_than_ms=now_ms(), retain_min=1, max_deletes=2).snapshots == (1, 2)
+    assert len(table.expire_snapshots(older_than_ms=now_ms(), retain_min=latest - 1).snapshots) == 1
+    with pytest.raises(OptionError, match="retain_min"):
+        table.expire_snapshots(retain_min=0)
+
+
+def test_a_tag_keeps_its_snapshot_readable_after_expiry_and_rollback_restores_it(catalog: pc.Catalog) -> None:
+    table = pk_table(catalog)
+    states = history(table, 8)
+    tag = table.create_tag("v1", 3)
+    assert [t.name for t in table.list_tags()] == ["v1"] and tag.snapshot_id == 3
+    with pytest.raises(TagExistsError):
+        table.create_tag("v1")
+    with pytest.raises(InvalidNameError):
+        table.create_tag("123")
+    table.expire_snapshots(dry_run=False, older_than_ms=now_ms(), retain_min=2)
+    with pytest.raises(SnapshotNotFoundError):
+        table.read(snapshot_id=3)
+    assert sorted(table.read(tag="v1").to_pylist(), key=lambda r: (r["dt"], r["k"])) == states[3]
+    assert on_disk(table) == reachable(table)
+
+    done = table.rollback_to("v1")
+    assert done.restored_from_tag == "v1" and [s.id for s in table.snapshots()] == [3]
+    assert sorted(table.read().to_pylist(), key=lambda r: (r["dt"], r["k"])) == states[3]
+    table.write(rows(range(100, 102), "after"))  # writing goes on from the restored snapshot
+    assert table.snapshots()[1].id == 4 and table.read().num_rows == len(states[3]) + 2
+
+
+def test_rollback_to_a_snapshot_removes_newer_snapshots_and_tags(catalog: pc.Catalog, capsys: Any) -> None:
+    table = pk_table(catalog)
+    states = history(table, 6)
+    table.create_tag("old", 2)
+    table.create_tag("new", 7)
+    assert main(["--warehouse", str(Path(table.path).parents[1]), "rollback", "db.t", "--snapshot", "5"]) == 0
+    assert "rolled back to snapshot 5" in capsys.readouterr().out
+    assert [s.id for s in table.snapshots()] == [1, 2, 3, 4, 5]
+    assert [t.name for t in table.list_tags()] == ["old"]
+    assert_reads(table, states)
+    table.write(rows(range(50, 51), "x"))
+    assert table.latest_snapshot().id == 6
+
+
+def test_a_reader_whose_snapshot_expires_gets_a_clear_error(catalog: pc.Catalog) -> None:
+    table = pk_table(catalog, **{"write-only": "true"})
+    for c in range(4):
+        table.write(rows(range(c * 100, c * 100 + 50), f"c{c}"))
+    table.compact(full=True)
+    batches = table.to_batches(snapshot_id=2, batch_size=10)  # planned: its files are read as it is iterated
+    table.expire_snapshots(dry_run=False, older_than_ms=now_ms(), retain_min=1)
+    with pytest.raises(SnapshotExpiredError, match="snapshot 2 of table db.t was expired"):
+        for _ in batches:
+            pass
+
+
+def test_unreadable_metadata_stops_expiry_before_anything_is_deleted(catalog: pc.Catalog) -> None:
+    table = pk_table(catalog)
+    history(table, 5)
+    before = on_disk(table)
+    snapshot = table.snapshot(3)
+    (Path(table.path) / "manifest" / snapshot.delta_manifest_list).write_bytes(b"not avro")
+    with pytest.raises(pc.PaimonError):
+        table.expire_snapshots(dry_run=False, older_than_ms=now_ms(), retain_min=1)
+    assert on_disk(table) == before
+
+
+def test_expiry_refuses_to_drop_changelog_kept_longer_than_snapshots(catalog: pc.Catalog) -> None:
+    table = pk_table(catalog, **{"changelog.num-retained.min": "50"})
+    history(table, 3)
+    with pytest.raises(UnsupportedFeatureError, match="long-lived changelog"):
+        table.expire_snapshots(older_than_ms=now_ms(), retain_min=1)
+
+
+def test_cli_expires_and_tags(catalog: pc.Catalog, capsys: Any) -> None:
+    table = pk_table(catalog)
+    history(table, 4)
+    warehouse = str(Path(table.path).parents[1])
+    assert main(["--warehouse", warehouse, "create-tag", "db.t", "keep", "--snapshot", "2"]) == 0
+    assert main(["--warehouse", warehouse, "tags", "db.t"]) == 0
+    assert "keep" in capsys.readouterr().out
+    assert main(["--warehouse", warehouse, "expire-snapshots", "db.t", "--dry-run", "--retain-min", "1",
+                 "--older-than-ms", str(now_ms())]) == 0
+    assert "would expire snapshots 1.." in capsys.readouterr().out
+    assert main(["--warehouse", warehouse, "expire-snapshots", "db.t", "--retain-min", "1",
+                 "--older-than-ms", str(now_ms())]) == 0
+    assert "expired snapshots 1.." in capsys.readouterr().out
+    assert len(table.snapshots()) == 1 and table.read(tag="keep").num_rows > 0
+    assert main(["--warehouse", warehouse, "delete-tag", "db.t", "keep"]) == 0
+    assert table.list_tags() == []
