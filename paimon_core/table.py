@@ -661,7 +661,20 @@ class TableWrite:
                                        overwrite=self.overwrite, properties=self.properties, index=index)
         if snapshot_id is not None and self.compacts and messages:
             self._compact_written({(m.partition.row, m.bucket) for m in messages})
+        if snapshot_id is not None and self.compacts:
+            self._expire()
         return snapshot_id
+
+    def _expire(self) -> None:
+        """Writers that maintain their table also expire its snapshots (Paimon does at commit);
+        write-only ones leave it to a dedicated job. A failure is logged: the data is committed."""
+        try:
+            self.table.expire_snapshots(dry_run=False)
+        except UnsupportedFeatureError as exc:
+            log.info("no snapshot expiry after the write to %s: %s", self.table.name, exc)
+        except PaimonError:
+            log.exception("snapshot expiry after the write to %s failed; the written data is committed",
+                          self.table.name)
 
     def _compact_written(self, written: set[tuple[bytes, int]]) -> None:
         """Compact the buckets this commit wrote, when the picker asks for it (a COMPACT snapshot).

@@ -208,3 +208,16 @@ def test_cli_expires_and_tags(catalog: pc.Catalog, capsys: Any) -> None:
     assert len(table.snapshots()) == 1 and table.read(tag="keep").num_rows > 0
     assert main(["--warehouse", warehouse, "delete-tag", "db.t", "keep"]) == 0
     assert table.list_tags() == []
+
+
+@pytest.mark.parametrize("write_only", [False, True])
+def test_maintaining_writers_expire_and_write_only_ones_do_not(catalog: pc.Catalog, write_only: bool) -> None:
+    table = pk_table(catalog, **{"snapshot.time-retained": "1 ms", "snapshot.num-retained.min": "2",
+                                 "write-only": str(write_only).lower()})
+    for c in range(5):
+        table.write(rows(range(c, c + 3), f"c{c}"))
+        time.sleep(0.005)
+    kept = len(table.snapshots())
+    assert kept == 5 if write_only else kept <= 3
+    assert sorted(r["k"] for r in table.read().to_pylist()) == list(range(7))
+    assert on_disk(table) == reachable(table)
