@@ -122,6 +122,13 @@ def cmd_expire_snapshots(catalog: Catalog, args: argparse.Namespace) -> str:
     return "\n".join([*listed, plan.summary()])
 
 
+def cmd_remove_orphan_files(catalog: Catalog, args: argparse.Namespace) -> str:
+    table = catalog.get_table(args.table)
+    result = table.remove_orphan_files(older_than_ms=args.older_than_ms, dry_run=args.dry_run, force=args.force)
+    listed = [f"  {path}" for path in result.orphans] if args.dry_run else []
+    return "\n".join([*listed, result.summary()])
+
+
 def cmd_tags(catalog: Catalog, args: argparse.Namespace) -> str:
     tags = catalog.get_table(args.table).list_tags()
     return _format_table(("tag", "snapshot", "commit kind", "records"),
@@ -198,6 +205,13 @@ def _add_maintenance(commands: Any) -> None:
     expire.add_argument("--retain-max", type=int, default=None)
     expire.add_argument("--max-deletes", type=int, default=None, help="most snapshots expired in this run")
     expire.set_defaults(run=cmd_expire_snapshots)
+    orphans = commands.add_parser("remove-orphan-files", help="delete files nothing references any more")
+    orphans.add_argument("table", help="database.table")
+    orphans.add_argument("--dry-run", action="store_true", help="list them, delete nothing")
+    orphans.add_argument("--older-than-ms", type=int, default=None,
+                         help="only files older than this epoch-millisecond time (default a day ago)")
+    orphans.add_argument("--force", action="store_true", help="allow a window under an hour (no writer running)")
+    orphans.set_defaults(run=cmd_remove_orphan_files)
     tags = commands.add_parser("tags", help="list the tags of a table")
     tags.add_argument("table", help="database.table")
     tags.set_defaults(run=cmd_tags)

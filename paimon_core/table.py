@@ -30,6 +30,7 @@ from paimon_core.errors import (
 from paimon_core.fileio import FileIO
 from paimon_core.layout import TablePaths
 from paimon_core.maintenance.expiry import ExpiryPlan, SnapshotExpiry
+from paimon_core.maintenance.orphans import OrphanFiles, OrphanFilesClean
 from paimon_core.maintenance.rollback import Rollback, rollback_to
 from paimon_core.manifest import ManifestEntry, read_index_manifest
 from paimon_core.merge import engine_for
@@ -165,6 +166,13 @@ class Table:
         plan = expiry.plan(expiry.retention(older_than_ms=older_than_ms, retain_min=retain_min,
                                             retain_max=retain_max, limit=max_deletes))
         return plan if dry_run else expiry.execute(plan)
+
+    def remove_orphan_files(self, *, older_than_ms: int | None = None, dry_run: bool = True,
+                            force: bool = False) -> OrphanFiles:
+        """Delete files no snapshot, tag or long-lived changelog references, older than
+        ``older_than_ms`` (default a day ago; within an hour of now only with ``force``, as files
+        of commits in flight are that young). ``dry_run`` (the default) only lists them."""
+        return OrphanFilesClean(self).run(older_than_ms=older_than_ms, dry_run=dry_run, force=force)
 
     def rollback_to(self, target: int | str) -> Rollback:
         """Make a snapshot id or a tag the latest state; newer snapshots and tags are removed

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from paimon_core.errors import OptionError, UnsupportedFeatureError
-from paimon_core.manifest import ADD, DELETE, ManifestEntry, ManifestFileMeta, read_index_manifest, read_manifest_list
+from paimon_core.maintenance.reachable import References, manifest_lists
+from paimon_core.manifest import ADD, DELETE, ManifestEntry, ManifestFileMeta, read_index_manifest
 from paimon_core.read.scan import PartitionDecoder, live_entries, read_entries
 from paimon_core.snapshot import Snapshot
 from paimon_core.tags import TagStore
@@ -124,6 +125,7 @@ class SnapshotExpiry:
         schema = table.schema
         self._decode = PartitionDecoder(schema.partition_types)
         self._partition_paths: dict[bytes, str] = {}
+        self.references = References(self.file_io, self.paths)
 
     def retention(self, *, older_than_ms: int | None = None, retain_min: int | None = None,
                   retain_max: int | None = None, limit: int | None = None) -> Retention:
@@ -219,7 +221,7 @@ class SnapshotExpiry:
         """Files a delta of (earliest, end] deleted, unless the end snapshot or a tag holds them."""
         live = {e.file.file_name for snapshot in keep for e in live_entries(self.file_io, self.paths, snapshot)}
         for snapshot in deltas:
-            metas = read_manifest_list(self.file_io, self.paths.manifest_file(snapshot.delta_manifest_list))
+            metas = self.references.manifests(snapshot.delta_manifest_list)
             for entries in read_entries(self.file_io, self.paths, metas):
                 for entry in entries:
                     if entry.kind == DELETE and entry.file.file_name not in live:
@@ -229,7 +231,7 @@ class SnapshotExpiry:
     def _plan_changelog(self, snapshot: Snapshot, out: _Files) -> None:
         if snapshot.changelog_manifest_list is None:
             return
-        metas = read_manifest_list(self.file_io, self.paths.manifest_file(snapshot.changelog_manifest_list))
+        metas = self.references.manifests(snapshot.changelog_manifest_list)
         for entries in read_entries(self.file_io, self.paths, metas):
             for entry in entries:
                 if entry.kind == ADD:
@@ -251,10 +253,8 @@ class SnapshotExpiry:
 
     def _metadata_of(self, snapshot: Snapshot) -> tuple[set[str], list[ManifestFileMeta]]:
         """A snapshot's manifest lists, index manifest and statistics file, and its manifests."""
-        lists = [snapshot.base_manifest_list, snapshot.delta_manifest_list, snapshot.changelog_manifest_list]
-        names = {name for name in lists if name is not None}
-        manifests = [meta for name in sorted(names)
-                     for meta in read_manifest_list(self.file_io, self.paths.manifest_file(name))]
+        names = manifest_lists(snapshot)
+        manifests = [meta for name in names for meta in self.references.manifests(name)]
         files = {self.paths.manifest_file(name) for name in names}
         if snapshot.index_manifest is not None:
             files.add(self.paths.manifest_file(snapshot.index_manifest))

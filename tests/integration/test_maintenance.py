@@ -221,3 +221,57 @@ def test_maintaining_writers_expire_and_write_only_ones_do_not(catalog: pc.Catal
     assert kept == 5 if write_only else kept <= 3
     assert sorted(r["k"] for r in table.read().to_pylist()) == list(range(7))
     assert on_disk(table) == reachable(table)
+
+
+def test_orphan_cleanup_removes_exactly_the_unreferenced_files(catalog: pc.Catalog) -> None:
+    table = pk_table(catalog)
+    states = history(table, 8)
+    table.create_tag("kept", 3)
+    table.create_tag("dropped", 5)
+    table.rollback_to(7)  # leaves the data and manifests of snapshots 8.. behind
+    table.delete_tag("dropped")
+    root = Path(table.path)
+    (root / "dt=2024-01-01" / "bucket-0" / "data-crashed-0.parquet").write_bytes(b"half a file")
+    (root / "manifest" / "manifest-crashed-0").write_bytes(b"x")
+    (root / "snapshot" / ".snapshot-99.tmp").write_bytes(b"{}")
+    leftovers = on_disk(table) - reachable(table)
+    assert {"dt=2024-01-01/bucket-0/data-crashed-0.parquet", "manifest/manifest-crashed-0",
+            "snapshot/.snapshot-99.tmp"} <= leftovers
+    assert any(f.startswith("manifest/") for f in leftovers - {"manifest/manifest-crashed-0"})  # rollback's
+
+    assert table.remove_orphan_files().orphans == ()  # the default window: a day old, and these are fresh
+    with pytest.raises(OptionError, match="force"):
+        table.remove_orphan_files(older_than_ms=now_ms())
+    dry = table.remove_orphan_files(older_than_ms=now_ms(), force=True)
+    assert dry.dry_run and {str(Path(p).relative_to(root)) for p in dry.orphans} == leftovers
+    assert on_disk(table) - reachable(table) == leftovers
+
+    done = table.remove_orphan_files(older_than_ms=now_ms(), dry_run=False, force=True)
+    assert len(done.orphans) == len(leftovers) and done.bytes > 0
+    assert on_disk(table) == reachable(table)
+    assert_reads(table, {i: s for i, s in states.items() if i <= 7})
+
+
+def test_orphan_cleanup_stops_on_unreadable_metadata(catalog: pc.Catalog) -> None:
+    table = pk_table(catalog)
+    history(table, 4)
+    (Path(table.path) / "manifest" / "manifest-crashed-0").write_bytes(b"x")
+    (Path(table.path) / "manifest" / table.snapshot(2).delta_manifest_list).write_bytes(b"not avro")
+    before = on_disk(table)
+    with pytest.raises(pc.PaimonError):
+        table.remove_orphan_files(older_than_ms=now_ms(), dry_run=False, force=True)
+    assert on_disk(table) == before
+
+
+def test_cli_removes_orphan_files(catalog: pc.Catalog, capsys: Any) -> None:
+    table = pk_table(catalog)
+    history(table, 3)
+    (Path(table.path) / "manifest" / "manifest-crashed-0").write_bytes(b"x")
+    warehouse = str(Path(table.path).parents[1])
+    assert main(["--warehouse", warehouse, "remove-orphan-files", "db.t", "--dry-run", "--force",
+                 "--older-than-ms", str(now_ms())]) == 0
+    assert "manifest-crashed-0" in capsys.readouterr().out
+    assert main(["--warehouse", warehouse, "remove-orphan-files", "db.t", "--force",
+                 "--older-than-ms", str(now_ms())]) == 0
+    assert "deleted 1 orphan files" in capsys.readouterr().out
+    assert on_disk(table) == reachable(table)

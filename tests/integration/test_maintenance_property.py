@@ -1,6 +1,6 @@
-"""Random sequences of writes, overwrites, compactions, tags, expiries and rollbacks: after each
-step every retained snapshot and every tag reads exactly as a reference model says, and no file
-they reach is missing."""
+"""Random sequences of writes, overwrites, compactions, tags, expiries, rollbacks and orphan-file
+cleanups: after each step every retained snapshot and every tag reads exactly as a reference
+model says, no file they reach is missing, and after a cleanup nothing unreferenced is left."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ import paimon_core as pc
 from tests.integration.test_maintenance import SCHEMA, now_ms, on_disk, reachable
 
 Rows = dict[tuple[str, int], str]
-OPS = ("write", "write", "write", "overwrite", "compact", "tag", "untag", "expire", "expire", "rollback")
+OPS = ("write", "write", "write", "overwrite", "compact", "tag", "untag", "expire", "expire", "rollback",
+       "orphans")
 _names = itertools.count()
 
 
@@ -71,6 +72,10 @@ def step(table: pc.Table, model: Model, number: int, op: str, salt: int) -> None
         done = table.expire_snapshots(dry_run=False, older_than_ms=now_ms(), retain_min=1 + salt % 4)
         for snapshot_id in done.snapshots:
             del model.snapshots[snapshot_id]
+    elif op == "orphans":
+        table.remove_orphan_files(older_than_ms=now_ms(), dry_run=False, force=True)
+        leaked = on_disk(table) - reachable(table)
+        assert not leaked, f"orphan cleanup left unreferenced files: {sorted(leaked)[:5]}"
     elif op == "rollback" and model.snapshots:
         targets = sorted(model.snapshots) + sorted(model.tags)
         target = targets[salt % len(targets)]

@@ -1,0 +1,138 @@
+"""Orphan-file cleanup (Paimon's ``remove_orphan_files``): files no snapshot, tag or long-lived
+changelog references, left by crashed commits and compactions, failed writes, rollbacks, tag
+deletions or an expiry that stopped half-way.
+
+Candidates are listed **before** the references are collected, and only files older than
+``older_than`` are candidates: a commit landing meanwhile only adds references, and a commit
+still in flight writes files younger than the window. References are matched by file name (names
+are unique). A snapshot or tag that vanishes while being read was expired or rolled back and is
+skipped; any other metadata that cannot be read stops the cleanup with nothing deleted.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from paimon_core.errors import MissingFileError, OptionError, SnapshotNotFoundError
+from paimon_core.fileio import FileStatus
+from paimon_core.maintenance.reachable import References
+from paimon_core.snapshot import Snapshot
+from paimon_core.tags import TagStore
+
+if TYPE_CHECKING:
+    from paimon_core.table import Table
+
+log = logging.getLogger(__name__)
+
+DAY_MS = 24 * 3600 * 1000
+# Below this age a file may belong to a commit still being written or retried: never a
+# candidate unless the caller forces it (Paimon's default window is a day).
+SAFE_FLOOR_MS = 3600 * 1000
+_METADATA_DIRS = ("manifest", "index", "statistics")
+_NOT_DATA = {"schema", "snapshot", "manifest", "index", "statistics", "tag", "consumer", "changelog", "branch"}
+_SNAPSHOT_FILES = re.compile(r"^(snapshot-\d+|changelog-\d+|EARLIEST|LATEST)$")
+
+
+@dataclass(frozen=True, slots=True)
+class OrphanFiles:
+    """What a cleanup deleted (``dry_run``: would delete)."""
+
+    table: str
+    older_than_ms: int
+    candidates: int
+    orphans: tuple[str, ...]
+    bytes: int
+    dry_run: bool
+    duration_s: float
+
+    def summary(self) -> str:
+        verb = "would delete" if self.dry_run else "deleted"
+        return (f"{self.table}: {verb} {len(self.orphans)} orphan files ({self.bytes} bytes) of {self.candidates} "
+                f"files older than {self.older_than_ms}")
+
+
+class OrphanFilesClean:
+    """Finds and removes one table's orphan files."""
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+        self.file_io = table.file_io
+        self.paths = table.paths
+
+    def run(self, *, older_than_ms: int | None = None, dry_run: bool = True, force: bool = False) -> OrphanFiles:
+        started = time.monotonic()
+        now = int(time.time() * 1000)
+        older_than = now - DAY_MS if older_than_ms is None else older_than_ms
+        if older_than > now - SAFE_FLOOR_MS and not force:
+            raise OptionError(f"orphan cleanup of table {self.table.name}: older_than {older_than} is within "
+                              f"{SAFE_FLOOR_MS // 60000} minutes of now, where files of commits in flight live; "
+                              "pass force=True if no writer is running")
+        candidates = [f for f in self._candidates() if f.mtime_ms is not None and f.mtime_ms < older_than]
+        used = self._used_names()
+        orphans = [f for f in candidates if f.name not in used]
+        if not dry_run:
+            for status in orphans:
+                self.file_io.delete(status.path)
+        result = OrphanFiles(self.table.name, older_than, len(candidates), tuple(sorted(f.path for f in orphans)),
+                             sum(f.size for f in orphans), dry_run, time.monotonic() - started)
+        log.info("%s", result.summary())
+        return result
+
+    # ---- candidates -------------------------------------------------------------------------
+
+    def _candidates(self) -> Iterator[FileStatus]:
+        root = self.paths.root
+        for directory in _METADATA_DIRS:
+            yield from self._files(f"{root}/{directory}")
+        for directory in ("snapshot", "changelog"):
+            yield from (f for f in self._files(f"{root}/{directory}") if not _SNAPSHOT_FILES.match(f.name))
+        yield from self._data_files(root, len(self.table.schema.partition_keys))
+
+    def _files(self, directory: str) -> Iterator[FileStatus]:
+        return (f for f in self.file_io.list_dir(directory) if not f.is_dir)
+
+    def _data_files(self, directory: str, partition_depth: int) -> Iterator[FileStatus]:
+        """Files of every bucket directory, below ``partition_depth`` levels of partitions."""
+        for entry in self.file_io.list_dir(directory):
+            if not entry.is_dir or (directory == self.paths.root and entry.name in _NOT_DATA):
+                continue
+            if entry.name.startswith("bucket-"):
+                yield from self._files(entry.path)
+            elif partition_depth > 0 and "=" in entry.name:
+                yield from self._data_files(entry.path, partition_depth - 1)
+
+    # ---- what is referenced -----------------------------------------------------------------
+
+    def _used_names(self) -> set[str]:
+        references = References(self.file_io, self.paths)
+        used: set[str] = set()
+        for source, snapshot in self._referencing_snapshots():
+            try:
+                used |= references.names(snapshot)
+            except MissingFileError:
+                if self.file_io.exists(source):
+                    raise  # the snapshot is there but its metadata is not: never guess
+                log.info("%s vanished while it was read (expired or rolled back); skipped", source)
+        return used
+
+    def _referencing_snapshots(self) -> Iterator[tuple[str, Snapshot]]:
+        """Every snapshot, tag and long-lived changelog, with the file it was read from."""
+        store = self.table.snapshot_store
+        for snapshot_id in store.snapshot_ids():
+            try:
+                yield self.paths.snapshot_file(snapshot_id), store.snapshot(snapshot_id)
+            except SnapshotNotFoundError:
+                continue  # expired or rolled back while listing
+        for tag in TagStore(self.file_io, self.paths, self.table.name).tags():
+            yield self.paths.tag_file(tag.name), tag.snapshot
+        for status in self.file_io.list_dir(f"{self.paths.root}/changelog"):
+            if re.match(r"^changelog-\d+$", status.name):
+                try:
+                    yield status.path, Snapshot.from_json(self.file_io.read_bytes(status.path), source=status.path)
+                except FileNotFoundError:
+                    continue

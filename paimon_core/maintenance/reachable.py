@@ -1,0 +1,55 @@
+"""What a snapshot (or tag) references: its manifest lists, manifests, data and changelog
+files, index manifest and index files, statistics. Snapshots share most manifests, so each
+manifest and list is read once per collector."""
+
+from __future__ import annotations
+
+from paimon_core.fileio import FileIO
+from paimon_core.layout import TablePaths
+from paimon_core.manifest import ManifestFileMeta, read_index_manifest, read_manifest, read_manifest_list
+from paimon_core.snapshot import Snapshot
+
+
+def manifest_lists(snapshot: Snapshot) -> list[str]:
+    """The names of a snapshot's manifest lists (base, delta, changelog)."""
+    names = [snapshot.base_manifest_list, snapshot.delta_manifest_list, snapshot.changelog_manifest_list]
+    return [name for name in names if name is not None]
+
+
+class References:
+    """Collects file names referenced by snapshots, reading each metadata file once."""
+
+    def __init__(self, file_io: FileIO, paths: TablePaths) -> None:
+        self.file_io = file_io
+        self.paths = paths
+        self._lists: dict[str, list[ManifestFileMeta]] = {}
+        self._manifests: dict[str, set[str]] = {}
+
+    def manifests(self, list_name: str) -> list[ManifestFileMeta]:
+        if list_name not in self._lists:
+            self._lists[list_name] = read_manifest_list(self.file_io, self.paths.manifest_file(list_name))
+        return self._lists[list_name]
+
+    def _files_of(self, manifest: str) -> set[str]:
+        if manifest not in self._manifests:
+            names: set[str] = set()
+            for entry in read_manifest(self.file_io, self.paths.manifest_file(manifest)):
+                names.add(entry.file.file_name)
+                names.update(entry.file.extra_files)
+            self._manifests[manifest] = names
+        return self._manifests[manifest]
+
+    def names(self, snapshot: Snapshot) -> set[str]:
+        """Every file name ``snapshot`` references, metadata and data alike."""
+        used = set(manifest_lists(snapshot))
+        for list_name in manifest_lists(snapshot):
+            for meta in self.manifests(list_name):
+                used.add(meta.file_name)
+                used |= self._files_of(meta.file_name)
+        if snapshot.index_manifest is not None:
+            used.add(snapshot.index_manifest)
+            entries = read_index_manifest(self.file_io, self.paths.manifest_file(snapshot.index_manifest))
+            used.update(e.file_name for e in entries)
+        if snapshot.statistics is not None:
+            used.add(snapshot.statistics)
+        return used
