@@ -39,8 +39,9 @@ from paimon_core.manifest import (
     write_manifest,
     write_manifest_list,
 )
+from paimon_core.manifest_merge import merge_group, plan_merge
 from paimon_core.options import TableOptions
-from paimon_core.read.scan import PartitionDecoder, live_entries, live_index_entries
+from paimon_core.read.scan import PartitionDecoder, live_entries, live_index_entries, read_entries
 from paimon_core.schema import TableSchema
 from paimon_core.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotStore
 from paimon_core.version import __version__
@@ -248,6 +249,28 @@ class FileStoreCommit:
                                entries[i * size:(i + 1) * size], types, compression)
                 for i in range(parts) if entries[i * size:(i + 1) * size]]
 
+    def merge_manifests(self, metas: list[ManifestFileMeta], created: list[str]) -> list[ManifestFileMeta]:
+        """The base manifests after Paimon's merge (see :mod:`paimon_core.manifest_merge`); the
+        paths of manifests it writes are added to ``created`` (removed if the attempt loses)."""
+        options = self.options
+        plan = plan_merge(metas, target_size=options.manifest_target_file_size,
+                          min_count=options.manifest_merge_min_count,
+                          full_threshold=options.manifest_full_compaction_threshold_size)
+        if not plan.changes:
+            return metas
+        out: list[ManifestFileMeta] = []
+        for group in plan.groups:
+            if len(group) == 1 and not plan.full:
+                out.append(metas[group[0]])
+                continue
+            entries = merge_group(read_entries(self.file_io, self.paths, [metas[i] for i in group]), full=plan.full)
+            merged = self.write_manifests(entries)
+            created += [self.paths.manifest_file(m.file_name) for m in merged]
+            out += merged
+        log.debug("merged %d manifests of %s into %d (%s)", len(metas), self.table, len(out),
+                  "full" if plan.full else "minor")
+        return out
+
     def overwrite_deletes(self, latest: Snapshot | None, overwrite: Overwrite,
                           adds: Sequence[ManifestEntry]) -> list[ManifestEntry]:
         """DELETE entries for every live file the overwrite replaces in ``latest``."""
@@ -383,6 +406,7 @@ class _Attempt:
         if latest is not None:
             for name in (latest.base_manifest_list, latest.delta_manifest_list):
                 base_metas += read_manifest_list(c.file_io, c.paths.manifest_file(name))
+            base_metas = c.merge_manifests(base_metas, created)
         list_id = f"manifest-list-{uuid.uuid4()}"
         compression = c.options.manifest_compression
         base_size = write_manifest_list(c.file_io, c.paths.manifest_file(f"{list_id}-0"), base_metas,

@@ -275,3 +275,30 @@ def test_cli_removes_orphan_files(catalog: pc.Catalog, capsys: Any) -> None:
                  "--older-than-ms", str(now_ms())]) == 0
     assert "deleted 1 orphan files" in capsys.readouterr().out
     assert on_disk(table) == reachable(table)
+
+
+def manifests_of(table: pc.Table) -> list[Any]:
+    return read_manifest_metas(table.file_io, table.paths, table.latest_snapshot())
+
+
+def test_minor_manifest_merges_keep_the_base_list_short(catalog: pc.Catalog) -> None:
+    table = pk_table(catalog, "m", **{"manifest.merge-min-count": "5", "write-only": "true"})
+    counts = []
+    for c in range(40):
+        table.write(rows(range(c * 2, c * 2 + 2), f"c{c}"))
+        counts.append(len(manifests_of(table)))
+    assert max(counts[10:]) <= 6  # without merging: one more manifest per commit (40 at the end)
+    assert sorted(r["k"] for r in table.read().to_pylist()) == list(range(80))
+    for snapshot in table.snapshots()[::7]:
+        assert table.read(snapshot_id=snapshot.id).num_rows == 2 * snapshot.id
+
+
+def test_full_manifest_merges_leave_only_live_files(catalog: pc.Catalog) -> None:
+    table = pk_table(catalog, "f", **{"manifest.full-compaction-threshold-size": "1 b"})
+    states = history(table, 8)  # compactions and deletes: DELETE entries to cancel
+    metas = manifests_of(table)
+    base = read_manifest_list(table.file_io, table.paths.manifest_file(table.latest_snapshot().base_manifest_list))
+    assert all(m.num_deleted_files == 0 for m in base)
+    live = live_entries(table.file_io, table.paths, table.latest_snapshot())
+    assert sum(m.num_added_files - m.num_deleted_files for m in metas) == len(live)
+    assert_reads(table, states)

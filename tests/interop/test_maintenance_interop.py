@@ -75,3 +75,17 @@ def test_our_expiry_keeps_what_a_pypaimon_tag_needs(tmp_path: Path, oracle: Orac
     out = str(tmp_path / "tag")
     oracle.run(tmp_path, [{"op": "read", "table": "db.w", "tag": "theirs", "out": out}])
     assert canonical(oracle.load(out)) == expected
+
+
+@pytest.mark.parametrize("options", [{"manifest.merge-min-count": "3"},
+                                     {"manifest.full-compaction-threshold-size": "1 b"}])
+def test_pypaimon_reads_after_our_manifest_merges(tmp_path: Path, oracle: Oracle, options: dict[str, str]) -> None:
+    catalog = pc.Catalog(str(tmp_path))
+    catalog.create_database("db")
+    table = catalog.create_table("db.m", schema=SCHEMA, primary_keys=["id"], options={**OPTIONS, **options})
+    for batch in commits(10, 10, deletes=True):
+        table.write(batch)
+    retained = [s.id for s in table.snapshots()]
+    theirs = oracle.read_snapshots(tmp_path, "db.m", retained)
+    for sid in retained:
+        assert canonical(theirs[sid]) == canonical(table.read(snapshot_id=sid)), f"snapshot {sid}"
