@@ -31,6 +31,7 @@ from paimon_core.layout import TablePaths
 from paimon_core.manifest import (
     ADD,
     DELETE,
+    EMPTY_STATS,
     IndexManifestEntry,
     ManifestEntry,
     ManifestFileMeta,
@@ -400,6 +401,9 @@ class _Attempt:
             write_index_manifest(c.file_io, c.paths.manifest_file(index_manifest), self.index.entries,
                                  c.options.manifest_compression)
             created.append(c.paths.manifest_file(index_manifest))
+        if c.options.manifest_delete_file_drop_stats:  # DELETE entries are never pruned on
+            deletes = [replace(e, file=replace(e.file, value_stats=EMPTY_STATS, value_stats_cols=()))
+                       for e in deletes]
         delete_metas = c.write_manifests(deletes)
         created += [c.paths.manifest_file(m.file_name) for m in delete_metas]
         base_metas: list[ManifestFileMeta] = []

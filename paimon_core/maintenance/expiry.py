@@ -19,9 +19,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from paimon_core.consumer import Consumer, ConsumerStore
 from paimon_core.errors import OptionError, UnsupportedFeatureError
 from paimon_core.maintenance.reachable import References, manifest_lists
 from paimon_core.manifest import ADD, DELETE, ManifestEntry, ManifestFileMeta, read_index_manifest
@@ -82,6 +83,7 @@ class ExpiryPlan:
     bytes: int = 0  # of the data, changelog and index files
     dry_run: bool = False
     duration_s: float = 0.0
+    stale_consumers: tuple[str, ...] = ()  # idle past consumer.expiration-time: removed
 
     @property
     def files(self) -> int:
@@ -149,11 +151,13 @@ class SnapshotExpiry:
             return ExpiryPlan(name, dry_run=True)
         self._refuse_decoupled_changelog()
         consumers = self.table.consumers()
-        consumer_next = min((c.next_snapshot for c in consumers), default=None)
+        stale = self._stale_consumers(consumers)
+        consumer_next = min((c.next_snapshot for c in consumers if c.consumer_id not in stale), default=None)
         end = expiry_end(earliest, latest, retention, time_of=lambda i: self.store.snapshot(i).time_millis,
                          consumer_next=consumer_next)
         if end <= earliest:
-            return ExpiryPlan(name, earliest_after=earliest, dry_run=True, duration_s=time.monotonic() - started)
+            return ExpiryPlan(name, earliest_after=earliest, dry_run=True, duration_s=time.monotonic() - started,
+                              stale_consumers=stale)
         expiring = [self.store.snapshot(i) for i in range(earliest, end)]
         tags = [t.snapshot for t in TagStore(self.file_io, self.paths, name).tags()]
         keep = [self.store.snapshot(end), *tags]
@@ -167,13 +171,27 @@ class SnapshotExpiry:
         self._plan_metadata(expiring, keep, metadata)
         return ExpiryPlan(name, tuple(s.id for s in expiring), end, data.paths(), changelog.paths(), index.paths(),
                           metadata.paths(), data.bytes + changelog.bytes + index.bytes, dry_run=True,
-                          duration_s=time.monotonic() - started)
+                          duration_s=time.monotonic() - started, stale_consumers=stale)
+
+    def _stale_consumers(self, consumers: Sequence[Consumer]) -> tuple[str, ...]:
+        """Consumers idle for ``consumer.expiration-time``: they no longer pin snapshots (their
+        files are removed by the expiry that ignores them)."""
+        idle = self.table.options.consumer_expiration_ms
+        if idle is None:
+            return ()
+        cutoff = int(time.time() * 1000) - idle
+        return tuple(c.consumer_id for c in consumers if c.modified_ms is not None and c.modified_ms < cutoff)
 
     def execute(self, plan: ExpiryPlan) -> ExpiryPlan:
         """Delete what ``plan`` lists, in the safe order (see the module docstring)."""
         started = time.monotonic()
+        consumers = ConsumerStore(self.file_io, self.paths, self.table.name)
+        for consumer_id in plan.stale_consumers:
+            consumers.remove(consumer_id)
+            log.info("removed consumer %s of %s: idle longer than consumer.expiration-time", consumer_id,
+                     self.table.name)
         if not plan.snapshots:
-            return plan
+            return replace(plan, dry_run=False)
         assert plan.earliest_after is not None
         for path in (*plan.data_files, *plan.changelog_files, *plan.index_files):
             self.file_io.delete(path)
@@ -182,9 +200,7 @@ class SnapshotExpiry:
         self.store.write_earliest_hint(plan.earliest_after)
         for path in plan.metadata_files:
             self.file_io.delete(path)
-        done = ExpiryPlan(plan.table, plan.snapshots, plan.earliest_after, plan.data_files, plan.changelog_files,
-                          plan.index_files, plan.metadata_files, plan.bytes, dry_run=False,
-                          duration_s=plan.duration_s + time.monotonic() - started)
+        done = replace(plan, dry_run=False, duration_s=plan.duration_s + time.monotonic() - started)
         log.info("%s", done.summary())
         return done
 

@@ -3,6 +3,7 @@ everything expiry frees is gone (the files on disk are exactly what is still rea
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -302,3 +303,17 @@ def test_full_manifest_merges_leave_only_live_files(catalog: pc.Catalog) -> None
     live = live_entries(table.file_io, table.paths, table.latest_snapshot())
     assert sum(m.num_added_files - m.num_deleted_files for m in metas) == len(live)
     assert_reads(table, states)
+
+
+def test_idle_consumers_stop_pinning_snapshots(catalog: pc.Catalog) -> None:
+    table = pk_table(catalog, "c", **{"consumer.expiration-time": "1 h"})
+    history(table, 5)
+    table.stream("from-snapshot", snapshot_id=2, consumer_id="idle").checkpoint()
+    table.stream("from-snapshot", snapshot_id=4, consumer_id="busy").checkpoint()
+    assert table.expire_snapshots(older_than_ms=now_ms(), retain_min=1).snapshots == (1,)
+    consumer_file = Path(table.path) / "consumer" / "consumer-idle"
+    two_hours_ago = time.time() - 7200
+    os.utime(consumer_file, (two_hours_ago, two_hours_ago))
+    done = table.expire_snapshots(dry_run=False, older_than_ms=now_ms(), retain_min=1)
+    assert done.snapshots == (1, 2, 3) and done.stale_consumers == ("idle",)
+    assert [c.consumer_id for c in table.consumers()] == ["busy"]
