@@ -21,7 +21,6 @@ log = logging.getLogger(__name__)
 
 SNAPSHOT_VERSION = 3
 BATCH_COMMIT_IDENTIFIER = 2**63 - 1
-_SNAPSHOT_NAME = re.compile(r"^snapshot-(\d+)$")
 
 
 
@@ -102,28 +101,37 @@ class Snapshot:
 class SnapshotStore:
     """Reads, lists and atomically publishes the snapshots of one table."""
 
+    kind = "snapshot"
+
     def __init__(self, file_io: FileIO, paths: TablePaths, table: str) -> None:
         self.file_io = file_io
         self.paths = paths
         self.table = table
+        self._dir = f"{paths.root}/{self.kind}"
+        self._latest_hint = f"{self._dir}/LATEST"
+        self._earliest_hint = f"{self._dir}/EARLIEST"
+        self._names = re.compile(rf"^{self.kind}-(\d+)$")
+
+    def file(self, snapshot_id: int) -> str:
+        return f"{self._dir}/{self.kind}-{snapshot_id}"
 
     def snapshot(self, snapshot_id: int) -> Snapshot:
-        path = self.paths.snapshot_file(snapshot_id)
+        path = self.file(snapshot_id)
         try:
             text = self.file_io.read_bytes(path)
         except FileNotFoundError:
-            raise SnapshotNotFoundError(f"snapshot {snapshot_id} of table {self.table} does not "
+            raise SnapshotNotFoundError(f"{self.kind} {snapshot_id} of table {self.table} does not "
                                         "exist (expired or never committed)") from None
         return Snapshot.from_json(text, source=path)
 
     def exists(self, snapshot_id: int) -> bool:
-        return self.file_io.exists(self.paths.snapshot_file(snapshot_id))
+        return self.file_io.exists(self.file(snapshot_id))
 
     def snapshot_ids(self) -> list[int]:
         """Every snapshot id present on storage, ascending (a directory listing)."""
         ids = []
-        for status in self.file_io.list_dir(self.paths.snapshot_dir):
-            match = _SNAPSHOT_NAME.match(status.name)
+        for status in self.file_io.list_dir(self._dir):
+            match = self._names.match(status.name)
             if match:
                 ids.append(int(match.group(1)))
         return sorted(ids)
@@ -135,14 +143,14 @@ class SnapshotStore:
             return None
 
     def latest_id(self) -> int | None:
-        hint = self._hint(self.paths.latest_hint)
+        hint = self._hint(self._latest_hint)
         if hint is not None and self.exists(hint) and not self.exists(hint + 1):
             return hint
         ids = self.snapshot_ids()
         return ids[-1] if ids else None
 
     def earliest_id(self) -> int | None:
-        hint = self._hint(self.paths.earliest_hint)
+        hint = self._hint(self._earliest_hint)
         if hint is not None and self.exists(hint) and not self.exists(hint - 1):
             return hint
         ids = self.snapshot_ids()
@@ -192,7 +200,7 @@ class SnapshotStore:
 
     def try_publish(self, snapshot: Snapshot) -> bool:
         """Create ``snapshot-N`` if absent; True when this call created it."""
-        created = self.file_io.create_if_absent(self.paths.snapshot_file(snapshot.id),
+        created = self.file_io.create_if_absent(self.file(snapshot.id),
                                                 snapshot.to_json().encode("utf-8"))
         if created:
             self.write_latest_hint(snapshot.id)
@@ -200,16 +208,56 @@ class SnapshotStore:
 
     def write_latest_hint(self, snapshot_id: int) -> None:
         """Best effort: a stale or missing hint only costs a directory listing."""
-        self._write_hint(self.paths.latest_hint, snapshot_id)
+        self._write_hint(self._latest_hint, snapshot_id)
         if snapshot_id == 1:
             self.write_earliest_hint(1)
 
     def write_earliest_hint(self, snapshot_id: int) -> None:
         """Best effort, like LATEST; expiry moves it forward."""
-        self._write_hint(self.paths.earliest_hint, snapshot_id)
+        self._write_hint(self._earliest_hint, snapshot_id)
 
     def _write_hint(self, path: str, snapshot_id: int) -> None:
         try:
             self.file_io.write_bytes(path, str(snapshot_id).encode())
         except OSError as exc:
             log.warning("could not update hint %s of %s: %s", path, self.table, exc)
+
+
+class ChangelogStore(SnapshotStore):
+    """Long-lived changelogs (``changelog/changelog-N``): snapshots expired while their changelog
+    is kept longer (``changelog.num-retained.*`` / ``changelog.time-retained`` above the
+    snapshot values). Same JSON as a snapshot; only its changelog manifest list stays valid."""
+
+    kind = "changelog"
+
+    def publish(self, snapshot: Snapshot) -> None:
+        """Keep ``snapshot`` as a long-lived changelog (idempotent)."""
+        self.file_io.create_if_absent(self.file(snapshot.id), snapshot.to_json().encode("utf-8"))
+        self._write_hint(self._latest_hint, max(snapshot.id, self._hint(self._latest_hint) or 0))
+
+
+class ChangeHistory:
+    """Snapshots and long-lived changelogs as one sequence of ids, for change reads and streams."""
+
+    def __init__(self, snapshots: SnapshotStore, changelogs: ChangelogStore) -> None:
+        self.snapshots = snapshots
+        self.changelogs = changelogs
+
+    def latest_id(self) -> int | None:
+        return self.snapshots.latest_id()
+
+    def earliest_id(self) -> int | None:
+        earliest = self.snapshots.earliest_id()
+        kept = self.changelogs.earliest_id()
+        if kept is None:
+            return earliest
+        return kept if earliest is None else min(kept, earliest)
+
+    def snapshot(self, snapshot_id: int) -> Snapshot:
+        """The snapshot, or the long-lived changelog of an expired one."""
+        try:
+            return self.snapshots.snapshot(snapshot_id)
+        except SnapshotNotFoundError:
+            if self.changelogs.exists(snapshot_id):
+                return self.changelogs.snapshot(snapshot_id)
+            raise

@@ -51,7 +51,7 @@ from paimon_core.read.split_read import SplitReader
 from paimon_core.read.stream import ChangeBatch, ChangeStream, start_position
 from paimon_core.schema import SchemaChange, TableSchema, apply_changes
 from paimon_core.schema_store import SchemaStore
-from paimon_core.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotStore
+from paimon_core.snapshot import BATCH_COMMIT_IDENTIFIER, ChangeHistory, ChangelogStore, Snapshot, SnapshotStore
 from paimon_core.tags import Tag, TagStore
 from paimon_core.write.append_writer import AppendWriter
 from paimon_core.write.conform import check_partition_values, conform, internal_partition_spec, iter_input
@@ -90,6 +90,7 @@ class Table:
         self.name = str(identifier)
         self.schemas = SchemaStore(file_io, self.paths, self.name)
         self.snapshot_store = SnapshotStore(file_io, self.paths, self.name)
+        self.change_history = ChangeHistory(self.snapshot_store, ChangelogStore(file_io, self.paths, self.name))
 
     def __repr__(self) -> str:
         return f"Table({self.name!r}, {self.file_io.uri(self.path)!r})"
@@ -157,14 +158,15 @@ class Table:
 
         Args:
             dry_run: only plan (the default): the result lists what would be deleted.
-            older_than_ms: keep snapshots current at or after this time (default: now minus
-                ``snapshot.time-retained``).
+            older_than_ms: keep snapshots (and long-lived changelogs) current at or after this
+                time (default: now minus ``snapshot.time-retained`` / ``changelog.time-retained``).
             retain_min / retain_max / max_deletes: override ``snapshot.num-retained.min``,
                 ``snapshot.num-retained.max`` and ``snapshot.expire.limit``.
         """
         expiry = SnapshotExpiry(self)
         plan = expiry.plan(expiry.retention(older_than_ms=older_than_ms, retain_min=retain_min,
-                                            retain_max=retain_max, limit=max_deletes))
+                                            retain_max=retain_max, limit=max_deletes),
+                           changelog_older_than_ms=older_than_ms)
         return plan if dry_run else expiry.execute(plan)
 
     def remove_orphan_files(self, *, older_than_ms: int | None = None, dry_run: bool = True,
@@ -360,8 +362,8 @@ class Table:
 
     def _changes_between(self, start_snapshot: int | None, end_snapshot: int | None,
                          reader: ChangeReader) -> Iterator[ChangeBatch]:
-        store = self.snapshot_store
-        earliest, latest = store.earliest_id(), store.latest_id()
+        history = self.change_history
+        earliest, latest = history.earliest_id(), history.latest_id()
         if earliest is None or latest is None:
             return
         start = earliest - 1 if start_snapshot is None else start_snapshot
@@ -394,11 +396,11 @@ class Table:
             if timestamp_ms is None:
                 raise OptionError(f"scan mode from-timestamp of table {self.name} needs timestamp_ms")
             older = store.older_than(timestamp_ms)
-        start = start_position(scan_mode, latest=store.latest_id(), earliest=store.earliest_id(),
+        start = start_position(scan_mode, latest=store.latest_id(), earliest=self.change_history.earliest_id(),
                                snapshot_id=snapshot_id, older_than_timestamp=older, table=self.name,
                                consumer_next=consumers.next_snapshot(consumer_id) if consumer_id else None)
         interval = self.options.continuous_discovery_interval_ms / 1000 if poll_interval_s is None else poll_interval_s
-        return ChangeStream(table=self.name, snapshots=store, start=start,
+        return ChangeStream(table=self.name, snapshots=self.change_history, start=start,
                             read_full=lambda sid: self._full_batch(sid, columns, filter),
                             read_changes=lambda sid: self._snapshot_changes(sid, reader),
                             consumers=consumers, consumer_id=consumer_id, poll_interval_s=interval,
@@ -409,7 +411,7 @@ class Table:
         return ChangeReader(self._reader(self.schema, columns, filter))
 
     def _snapshot_changes(self, snapshot_id: int, reader: ChangeReader) -> ChangeBatch | None:
-        snapshot = self.snapshot_store.snapshot(snapshot_id)
+        snapshot = self.change_history.snapshot(snapshot_id)
         entries = change_entries(self.file_io, self.paths, snapshot, primary_key=bool(self.schema.primary_keys),
                                  producer=self.options.changelog_producer)
         if not entries:

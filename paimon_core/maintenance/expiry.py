@@ -26,8 +26,9 @@ from paimon_core.consumer import Consumer, ConsumerStore
 from paimon_core.errors import OptionError, UnsupportedFeatureError
 from paimon_core.maintenance.reachable import References, manifest_lists
 from paimon_core.manifest import ADD, DELETE, ManifestEntry, ManifestFileMeta, read_index_manifest
+from paimon_core.options import TableOptions
 from paimon_core.read.scan import PartitionDecoder, live_entries, read_entries
-from paimon_core.snapshot import Snapshot
+from paimon_core.snapshot import ChangeHistory, ChangelogStore, Snapshot
 from paimon_core.tags import TagStore
 from paimon_core.write.routing import make_partition
 
@@ -69,6 +70,22 @@ def expiry_end(earliest: int, latest: int, retention: Retention, *, time_of: Cal
     return max(end, earliest)
 
 
+def changelog_decoupled(options: TableOptions) -> bool:
+    """Paimon's rule: changelog outlives its snapshots when any changelog retention option
+    (each defaulting to its snapshot counterpart) keeps more than the snapshot one."""
+    return ((options.changelog_num_retained_min or 0) > options.snapshot_num_retained_min
+            or (options.changelog_num_retained_max or 0) > options.snapshot_num_retained_max
+            or (options.changelog_time_retained_ms or 0) > options.snapshot_time_retained_ms)
+
+
+def changelog_retention(options: TableOptions, now_ms: int) -> Retention:
+    """How long long-lived changelogs stay: the changelog options, else the snapshot ones."""
+    return Retention(retain_min=options.changelog_num_retained_min or options.snapshot_num_retained_min,
+                     retain_max=options.changelog_num_retained_max or options.snapshot_num_retained_max,
+                     keep_after_ms=now_ms - (options.changelog_time_retained_ms or options.snapshot_time_retained_ms),
+                     limit=options.snapshot_expire_limit)
+
+
 @dataclass(frozen=True, slots=True)
 class ExpiryPlan:
     """What an expiry deletes (``dry_run``: what it would delete) and the earliest snapshot after."""
@@ -84,6 +101,12 @@ class ExpiryPlan:
     dry_run: bool = False
     duration_s: float = 0.0
     stale_consumers: tuple[str, ...] = ()  # idle past consumer.expiration-time: removed
+    changelogs_kept: tuple[int, ...] = ()  # expired snapshots whose changelog lives on (decoupled)
+    changelogs_expired: tuple[int, ...] = ()  # long-lived changelogs that go
+
+    @property
+    def changes(self) -> bool:
+        return bool(self.snapshots or self.changelogs_expired or self.stale_consumers)
 
     @property
     def files(self) -> int:
@@ -91,12 +114,16 @@ class ExpiryPlan:
 
     def summary(self) -> str:
         verb = "would expire" if self.dry_run else "expired"
-        if not self.snapshots:
+        if not self.snapshots and not self.changelogs_expired:
             return f"{self.table}: no snapshot to expire"
-        return (f"{self.table}: {verb} snapshots {self.snapshots[0]}..{self.snapshots[-1]} "
-                f"({len(self.snapshots)}), {len(self.data_files)} data files, {len(self.changelog_files)} "
-                f"changelog files, {len(self.index_files)} index files ({self.bytes} bytes) and "
-                f"{len(self.metadata_files)} metadata files; earliest snapshot now {self.earliest_after}")
+        what = (f"snapshots {self.snapshots[0]}..{self.snapshots[-1]} ({len(self.snapshots)})" if self.snapshots
+                else "no snapshot")
+        kept = ", their changelog kept" if self.changelogs_kept else ""
+        long_lived = (f", long-lived changelogs {self.changelogs_expired[0]}..{self.changelogs_expired[-1]}"
+                      if self.changelogs_expired else "")
+        return (f"{self.table}: {verb} {what}{kept}{long_lived}, {len(self.data_files)} data files, "
+                f"{len(self.changelog_files)} changelog files, {len(self.index_files)} index files ({self.bytes} "
+                f"bytes) and {len(self.metadata_files)} metadata files; earliest snapshot now {self.earliest_after}")
 
 
 class _Files:
@@ -128,6 +155,7 @@ class SnapshotExpiry:
         self._decode = PartitionDecoder(schema.partition_types)
         self._partition_paths: dict[bytes, str] = {}
         self.references = References(self.file_io, self.paths)
+        self.changelogs = ChangelogStore(self.file_io, self.paths, table.name)
 
     def retention(self, *, older_than_ms: int | None = None, retain_min: int | None = None,
                   retain_max: int | None = None, limit: int | None = None) -> Retention:
@@ -142,36 +170,67 @@ class SnapshotExpiry:
                          retain_max=retain_max or options.snapshot_num_retained_max,
                          keep_after_ms=keep_after, limit=limit or options.snapshot_expire_limit)
 
-    def plan(self, retention: Retention) -> ExpiryPlan:
-        """Everything an expiry under ``retention`` would delete (reads metadata only)."""
+    def plan(self, retention: Retention, *, changelog_older_than_ms: int | None = None) -> ExpiryPlan:
+        """Everything an expiry under ``retention`` would delete (reads metadata only).
+
+        ``changelog_older_than_ms``: overrides ``changelog.time-retained`` for long-lived changelogs.
+        """
         started = time.monotonic()
         name = self.table.name
         earliest, latest = self.store.earliest_id(), self.store.latest_id()
         if earliest is None or latest is None:
             return ExpiryPlan(name, dry_run=True)
-        self._refuse_decoupled_changelog()
+        decoupled = self._check_changelog_lifecycle()
         consumers = self.table.consumers()
         stale = self._stale_consumers(consumers)
         consumer_next = min((c.next_snapshot for c in consumers if c.consumer_id not in stale), default=None)
         end = expiry_end(earliest, latest, retention, time_of=lambda i: self.store.snapshot(i).time_millis,
                          consumer_next=consumer_next)
+        data, changelog, index, metadata = _Files(), _Files(), _Files(), _Files()
+        long_lived = self._plan_long_lived(max(end, earliest), latest, consumer_next, changelog_older_than_ms,
+                                           changelog, metadata)
         if end <= earliest:
-            return ExpiryPlan(name, earliest_after=earliest, dry_run=True, duration_s=time.monotonic() - started,
-                              stale_consumers=stale)
+            return ExpiryPlan(name, earliest_after=earliest, changelog_files=changelog.paths(),
+                              metadata_files=metadata.paths(), bytes=changelog.bytes, dry_run=True,
+                              duration_s=time.monotonic() - started, stale_consumers=stale,
+                              changelogs_expired=long_lived)
         expiring = [self.store.snapshot(i) for i in range(earliest, end)]
         tags = [t.snapshot for t in TagStore(self.file_io, self.paths, name).tags()]
         keep = [self.store.snapshot(end), *tags]
-        data, changelog, index, metadata = _Files(), _Files(), _Files(), _Files()
         self._plan_data(expiring[1:] + keep[:1], keep, data)
         tagged = {t.id for t in tags}  # a tag keeps its snapshot whole, changelog included
         for snapshot in expiring:
-            if snapshot.id not in tagged:
+            if snapshot.id not in tagged and not decoupled:
                 self._plan_changelog(snapshot, changelog)
         self._plan_index(expiring, keep, index)
-        self._plan_metadata(expiring, keep, metadata)
+        self._plan_metadata(expiring, keep, metadata, keep_changelog=decoupled)
         return ExpiryPlan(name, tuple(s.id for s in expiring), end, data.paths(), changelog.paths(), index.paths(),
                           metadata.paths(), data.bytes + changelog.bytes + index.bytes, dry_run=True,
-                          duration_s=time.monotonic() - started, stale_consumers=stale)
+                          duration_s=time.monotonic() - started, stale_consumers=stale,
+                          changelogs_kept=tuple(s.id for s in expiring) if decoupled else (),
+                          changelogs_expired=long_lived)
+
+    def _plan_long_lived(self, earliest_snapshot: int, latest: int, consumer_next: int | None,
+                         older_than_ms: int | None, changelog: _Files, metadata: _Files) -> tuple[int, ...]:
+        """Long-lived changelogs below ``earliest_snapshot`` past their own retention, and their files."""
+        earliest = self.changelogs.earliest_id()
+        if earliest is None:
+            return ()
+        history = ChangeHistory(self.store, self.changelogs)
+        retention = changelog_retention(self.table.options, int(time.time() * 1000))
+        if older_than_ms is not None:
+            retention = replace(retention, keep_after_ms=older_than_ms)
+        end = min(expiry_end(earliest, latest, retention, time_of=lambda i: history.snapshot(i).time_millis,
+                             consumer_next=consumer_next), earliest_snapshot)
+        expired = tuple(i for i in range(earliest, end) if self.changelogs.exists(i))
+        for changelog_id in expired:
+            snapshot = self.changelogs.snapshot(changelog_id)
+            self._plan_changelog(snapshot, changelog)
+            if snapshot.changelog_manifest_list is not None:
+                metadata.add(self.paths.manifest_file(snapshot.changelog_manifest_list))
+                for meta in self.references.manifests(snapshot.changelog_manifest_list):
+                    metadata.add(self.paths.manifest_file(meta.file_name))
+        return expired
 
     def _stale_consumers(self, consumers: Sequence[Consumer]) -> tuple[str, ...]:
         """Consumers idle for ``consumer.expiration-time``: they no longer pin snapshots (their
@@ -190,14 +249,20 @@ class SnapshotExpiry:
             consumers.remove(consumer_id)
             log.info("removed consumer %s of %s: idle longer than consumer.expiration-time", consumer_id,
                      self.table.name)
-        if not plan.snapshots:
+        if not plan.changes:
             return replace(plan, dry_run=False)
-        assert plan.earliest_after is not None
+        for snapshot_id in plan.changelogs_kept:  # before the snapshot goes: a stream never misses it
+            self.changelogs.publish(self.store.snapshot(snapshot_id))
         for path in (*plan.data_files, *plan.changelog_files, *plan.index_files):
             self.file_io.delete(path)
         for snapshot_id in plan.snapshots:
             self.file_io.delete(self.paths.snapshot_file(snapshot_id))
-        self.store.write_earliest_hint(plan.earliest_after)
+        if plan.snapshots and plan.earliest_after is not None:
+            self.store.write_earliest_hint(plan.earliest_after)
+        for changelog_id in plan.changelogs_expired:
+            self.file_io.delete(self.changelogs.file(changelog_id))
+        if plan.changelogs_expired:
+            self.changelogs.write_earliest_hint(plan.changelogs_expired[-1] + 1)
         for path in plan.metadata_files:
             self.file_io.delete(path)
         done = replace(plan, dry_run=False, duration_s=plan.duration_s + time.monotonic() - started)
@@ -206,18 +271,19 @@ class SnapshotExpiry:
 
     # ---- planning -------------------------------------------------------------------------------
 
-    def _refuse_decoupled_changelog(self) -> None:
-        options = self.table.options
-        longer = [
-            (options.changelog_num_retained_min or 0) > options.snapshot_num_retained_min,
-            (options.changelog_num_retained_max or 0) > options.snapshot_num_retained_max,
-            (options.changelog_time_retained_ms or 0) > options.snapshot_time_retained_ms,
-        ]
-        if any(longer):
+    def _check_changelog_lifecycle(self) -> bool:
+        """Whether changelog outlives snapshots; refused where the changelog is the data files
+        themselves (producer none, append tables), which this version does not keep."""
+        table = self.table
+        if not changelog_decoupled(table.options):
+            return False
+        if not table.schema.primary_keys or table.options.changelog_producer == "none":
             raise UnsupportedFeatureError(
-                f"table {self.table.name} keeps changelog longer than snapshots (changelog.num-retained.* / "
-                "changelog.time-retained above the snapshot.* values): long-lived changelog is not supported "
-                "yet, so expiry refuses rather than delete changelog those options keep")
+                f"table {table.name} keeps changelog longer than snapshots (changelog.num-retained.* / "
+                "changelog.time-retained above the snapshot.* values) but has no changelog files "
+                "(changelog-producer none): keeping its data files as changelog is not supported, so expiry "
+                "refuses rather than delete what those options keep")
+        return True
 
     def _partition_path(self, row: bytes) -> str:
         path = self._partition_paths.get(row)
@@ -267,9 +333,12 @@ class SnapshotExpiry:
                 if name not in kept:
                     out.add(self.paths.index_file(name), size)
 
-    def _metadata_of(self, snapshot: Snapshot) -> tuple[set[str], list[ManifestFileMeta]]:
+    def _metadata_of(self, snapshot: Snapshot, *, with_changelog: bool = True
+                     ) -> tuple[set[str], list[ManifestFileMeta]]:
         """A snapshot's manifest lists, index manifest and statistics file, and its manifests."""
         names = manifest_lists(snapshot)
+        if not with_changelog:
+            names = [name for name in names if name != snapshot.changelog_manifest_list]
         manifests = [meta for name in names for meta in self.references.manifests(name)]
         files = {self.paths.manifest_file(name) for name in names}
         if snapshot.index_manifest is not None:
@@ -278,13 +347,14 @@ class SnapshotExpiry:
             files.add(f"{self.paths.root}/statistics/{snapshot.statistics}")
         return files, manifests
 
-    def _plan_metadata(self, expiring: Sequence[Snapshot], keep: Sequence[Snapshot], out: _Files) -> None:
+    def _plan_metadata(self, expiring: Sequence[Snapshot], keep: Sequence[Snapshot], out: _Files, *,
+                       keep_changelog: bool) -> None:
         kept: set[str] = set()
         for snapshot in keep:
             files, manifests = self._metadata_of(snapshot)
             kept |= files | {self.paths.manifest_file(m.file_name) for m in manifests}
         for snapshot in expiring:
-            files, manifests = self._metadata_of(snapshot)
+            files, manifests = self._metadata_of(snapshot, with_changelog=not keep_changelog)
             for path in files | {self.paths.manifest_file(m.file_name) for m in manifests}:
                 if path not in kept:
                     out.add(path)

@@ -63,6 +63,7 @@ class OrphanFilesClean:
         self.table = table
         self.file_io = table.file_io
         self.paths = table.paths
+        self.changelogs_dir = f"{table.paths.root}/changelog"
 
     def run(self, *, older_than_ms: int | None = None, dry_run: bool = True, force: bool = False) -> OrphanFiles:
         started = time.monotonic()
@@ -113,7 +114,7 @@ class OrphanFilesClean:
         used: set[str] = set()
         for source, snapshot in self._referencing_snapshots():
             try:
-                used |= references.names(snapshot)
+                used |= references.names(snapshot, changelog_only=source.startswith(self.changelogs_dir))
             except MissingFileError:
                 if self.file_io.exists(source):
                     raise  # the snapshot is there but its metadata is not: never guess
@@ -130,7 +131,7 @@ class OrphanFilesClean:
                 continue  # expired or rolled back while listing
         for tag in TagStore(self.file_io, self.paths, self.table.name).tags():
             yield self.paths.tag_file(tag.name), tag.snapshot
-        for status in self.file_io.list_dir(f"{self.paths.root}/changelog"):
+        for status in self.file_io.list_dir(self.changelogs_dir):
             if re.match(r"^changelog-\d+$", status.name):
                 try:
                     yield status.path, Snapshot.from_json(self.file_io.read_bytes(status.path), source=status.path)

@@ -39,17 +39,21 @@ class References:
             self._manifests[manifest] = names
         return self._manifests[manifest]
 
-    def names(self, snapshot: Snapshot) -> set[str]:
-        """Every file name ``snapshot`` references, metadata and data alike."""
-        used = set(manifest_lists(snapshot))
-        for list_name in manifest_lists(snapshot):
+    def names(self, snapshot: Snapshot, *, changelog_only: bool = False) -> set[str]:
+        """Every file name ``snapshot`` references, metadata and data alike (``changelog_only``:
+        a long-lived changelog, whose other lists went with its snapshot)."""
+        lists = manifest_lists(snapshot)
+        if changelog_only:
+            lists = [name for name in lists if name == snapshot.changelog_manifest_list]
+        used = set(lists)
+        for list_name in lists:
             for meta in self.manifests(list_name):
                 used.add(meta.file_name)
                 used |= self._files_of(meta.file_name)
-        if snapshot.index_manifest is not None:
+        if snapshot.index_manifest is not None and not changelog_only:
             used.add(snapshot.index_manifest)
             entries = read_index_manifest(self.file_io, self.paths.manifest_file(snapshot.index_manifest))
             used.update(e.file_name for e in entries)
-        if snapshot.statistics is not None:
+        if snapshot.statistics is not None and not changelog_only:
             used.add(snapshot.statistics)
         return used

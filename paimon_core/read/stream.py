@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from paimon_core.consumer import ConsumerStore
 from paimon_core.errors import OptionError, SnapshotNotFoundError
-from paimon_core.snapshot import SnapshotStore
+from paimon_core.snapshot import ChangeHistory
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ class ChangeStream(Iterator[ChangeBatch]):
     "catch up"); otherwise wait for new snapshots, up to ``timeout_s`` of idleness if given.
     """
 
-    def __init__(self, *, table: str, snapshots: SnapshotStore, start: StartPosition,
+    def __init__(self, *, table: str, snapshots: ChangeHistory, start: StartPosition,
                  read_full: Callable[[int], ChangeBatch], read_changes: Callable[[int], ChangeBatch | None],
                  consumers: ConsumerStore | None, consumer_id: str | None, poll_interval_s: float,
                  until_latest: bool, timeout_s: float | None) -> None:

@@ -51,6 +51,18 @@ def reachable(table: pc.Table) -> set[str]:
     out |= {str(p.relative_to(root)) for p in root.glob("tag/*")}
     snapshots: list[Snapshot] = table.snapshots() + [t.snapshot for t in table.list_tags()]
     out |= {f"snapshot/snapshot-{s.id}" for s in table.snapshots()}
+    decode = PartitionDecoder(table.schema.partition_types)
+    for path in sorted(root.glob("changelog/changelog-*")):  # long-lived: only their changelog remains
+        kept = Snapshot.from_json(path.read_bytes())
+        out.add(str(path.relative_to(root)))
+        if kept.changelog_manifest_list is None:
+            continue
+        out.add(f"manifest/{kept.changelog_manifest_list}")
+        metas = read_manifest_list(table.file_io, table.paths.manifest_file(kept.changelog_manifest_list))
+        out |= {f"manifest/{m.file_name}" for m in metas}
+        entries = change_entries(table.file_io, table.paths, kept, primary_key=True, producer="input")
+        out |= {f"dt={decode(e.partition)[0]}/bucket-{e.bucket}/{e.file.file_name}" for e in entries}
+    out |= {str(p.relative_to(root)) for p in root.glob("changelog/[EL]*") if (root / "changelog").exists()}
     for snapshot in snapshots:
         lists = [snapshot.base_manifest_list, snapshot.delta_manifest_list, snapshot.changelog_manifest_list]
         out |= {f"manifest/{name}" for name in lists if name}
@@ -60,7 +72,6 @@ def reachable(table: pc.Table) -> set[str]:
             out |= {f"manifest/{m.file_name}" for m in metas}
         entries = live_entries(table.file_io, table.paths, snapshot)
         entries += change_entries(table.file_io, table.paths, snapshot, primary_key=True, producer="input")
-        decode = PartitionDecoder(table.schema.partition_types)
         out |= {f"dt={decode(e.partition)[0]}/bucket-{e.bucket}/{e.file.file_name}" for e in entries}
         if snapshot.index_manifest:
             out.add(f"manifest/{snapshot.index_manifest}")
@@ -186,10 +197,38 @@ def test_unreadable_metadata_stops_expiry_before_anything_is_deleted(catalog: pc
     assert on_disk(table) == before
 
 
-def test_expiry_refuses_to_drop_changelog_kept_longer_than_snapshots(catalog: pc.Catalog) -> None:
-    table = pk_table(catalog, **{"changelog.num-retained.min": "50"})
+def test_changelog_outlives_its_snapshots_when_its_retention_is_longer(catalog: pc.Catalog) -> None:
+    table = pk_table(catalog, **{"snapshot.num-retained.min": "2", "changelog.num-retained.min": "6"})
+    history(table, 6)
+    everything = table.read_changes()
+    latest = table.latest_snapshot().id
+    done = table.expire_snapshots(dry_run=False, older_than_ms=now_ms())
+    assert done.snapshots == tuple(range(1, latest - 1)) and done.changelogs_kept == done.snapshots
+    assert not done.changelog_files  # kept for streams
+    assert [s.id for s in table.snapshots()] == [latest - 1, latest]
+    with pytest.raises(SnapshotNotFoundError):
+        table.read(snapshot_id=1)
+    assert table.read_changes().equals(everything)  # read through changelog/changelog-N
+    assert sum(b.data.num_rows for b in table.stream("from-snapshot", snapshot_id=1, until_latest=True)) == \
+        everything.num_rows
+    assert on_disk(table) == reachable(table)
+
+    again = table.expire_snapshots(dry_run=False, older_than_ms=now_ms())  # now changelog retention applies
+    assert again.changelogs_expired == tuple(range(1, latest - 5)) and again.changelog_files
+    assert sorted(int(p.name.split("-")[1]) for p in (Path(table.path) / "changelog").glob("changelog-*")) == \
+        list(range(latest - 5, latest - 1))
+    assert on_disk(table) == reachable(table)
+    assert table.read_changes(latest - 6).num_rows == table.read_changes().num_rows > 0
+    with pytest.raises(SnapshotNotFoundError, match="expired"):
+        table.read_changes(1)
+    table.remove_orphan_files(older_than_ms=now_ms(), dry_run=False, force=True)
+    assert on_disk(table) == reachable(table)
+
+
+def test_expiry_refuses_to_drop_changelog_that_is_data_files(catalog: pc.Catalog) -> None:
+    table = pk_table(catalog, **{"changelog.num-retained.min": "50", "changelog-producer": "none"})
     history(table, 3)
-    with pytest.raises(UnsupportedFeatureError, match="long-lived changelog"):
+    with pytest.raises(UnsupportedFeatureError, match="changelog-producer none"):
         table.expire_snapshots(older_than_ms=now_ms(), retain_min=1)
 
 
