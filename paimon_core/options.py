@@ -350,8 +350,18 @@ class TableOptions:
     partition_expiration_ms: int | None = opt("partition.expiration-time", None,
                                               "Partitions older than this are dropped.",
                                               parse_duration_ms)
-    tag_automatic_creation: str = opt("tag.automatic-creation", "none", "Automatic tag creation.",
+    tag_automatic_creation: str = opt("tag.automatic-creation", "none",
+                                      "process-time: tag each finished period (its last snapshot).",
                                       _choice("none", "process-time", "watermark", "batch"))
+    tag_creation_period: str = opt("tag.creation-period", "daily", "Period of automatic tags.",
+                                   _choice("daily", "hourly"))
+    tag_creation_delay_ms: int = opt("tag.creation-delay", 0, "Wait this long after a period ends before "
+                                     "tagging it (late commits).", parse_duration_ms, shown="0 ms")
+    tag_period_formatter: str = opt("tag.period-formatter", "with_dashes",
+                                    "Automatic tag names: 2024-01-31 (with_dashes) or 20240131.",
+                                    _choice("with_dashes", "without_dashes"))
+    tag_num_retained_max: int | None = opt("tag.num-retained-max", None,
+                                           "Most automatic tags kept; older ones are deleted.", _at_least(1))
     sequence_number_init_mode: str = opt("write.sequence-number-init-mode", "scan",
                                          "How a writer restores its sequence counter.",
                                          _choice("scan", "snapshot"))

@@ -29,6 +29,7 @@ from paimon_core.errors import (
 )
 from paimon_core.fileio import FileIO
 from paimon_core.layout import TablePaths
+from paimon_core.maintenance.auto_tags import AutoTagResult, create_automatic_tags
 from paimon_core.maintenance.expiry import ExpiryPlan, SnapshotExpiry
 from paimon_core.maintenance.orphans import OrphanFiles, OrphanFilesClean
 from paimon_core.maintenance.rollback import Rollback, rollback_to
@@ -168,6 +169,11 @@ class Table:
                                             retain_max=retain_max, limit=max_deletes),
                            changelog_older_than_ms=older_than_ms)
         return plan if dry_run else expiry.execute(plan)
+
+    def create_automatic_tags(self) -> AutoTagResult:
+        """``tag.automatic-creation = process-time``: tag the last finished period if it is due
+        (maintaining writers do this after each commit; write-only tables need a maintenance run)."""
+        return create_automatic_tags(self, int(time.time() * 1000))
 
     def remove_orphan_files(self, *, older_than_ms: int | None = None, dry_run: bool = True,
                             force: bool = False) -> OrphanFiles:
@@ -679,6 +685,7 @@ class TableWrite:
         """Writers that maintain their table also expire its snapshots (Paimon does at commit);
         write-only ones leave it to a dedicated job. A failure is logged: the data is committed."""
         try:
+            self.table.create_automatic_tags()  # before expiry: the tag keeps the period's last snapshot
             self.table.expire_snapshots(dry_run=False)
         except UnsupportedFeatureError as exc:
             log.info("no snapshot expiry after the write to %s: %s", self.table.name, exc)

@@ -21,7 +21,7 @@ from paimon_core.snapshot import Snapshot
 log = logging.getLogger(__name__)
 
 _PREFIX = "tag-"
-_VALID_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
+_VALID_NAME = re.compile(r"^[A-Za-z0-9_.\-]+( [A-Za-z0-9_.\-]+)*$")  # hourly tags: "2024-01-31 10"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +58,8 @@ class TagStore:
         """Paimon refuses blank and all-digit names (they read as snapshot ids); we also keep
         names to what a file name can safely hold."""
         if not name or name.isdigit() or not _VALID_NAME.match(name):
-            raise InvalidNameError(f"tag name {name!r} of table {self.table} must be letters, digits, '_', '.' "
-                                   "or '-', and not only digits")
+            raise InvalidNameError(f"tag name {name!r} of table {self.table} must be letters, digits, '_', '.', "
+                                   "'-' or single inner spaces, and not only digits")
         return name
 
     def get(self, name: str) -> Tag:

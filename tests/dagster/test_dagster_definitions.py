@@ -34,7 +34,8 @@ def test_shop_assets_are_daily_and_grouped() -> None:
     assert graph.get(USER_ORDER_TOTALS_KEY).parent_keys == {ORDERS_KEY}
     assert "aggregation" in graph.get(USER_ORDER_TOTALS_KEY).description
     checks = {check.name for check in graph.get_check_keys_for_assets({ORDERS_KEY})}
-    assert checks == {"orders_partition_valid", "level0_below_stop_trigger", "small_files"}
+    assert checks == {"orders_partition_valid", "level0_below_stop_trigger", "small_files",
+                      "snapshots_within_retention", "no_orphan_files"}
 
 
 def test_ingestion_is_an_op_of_the_asset_graph() -> None:
@@ -78,6 +79,20 @@ def test_schedule_requests_the_previous_day(name: str, job_name: str, tags: dict
     assert schedule.job_name == job_name
     assert schedule.cron_schedule == cron
     assert schedule.default_status == dg.DefaultScheduleStatus.STOPPED
+
+
+@pytest.mark.parametrize(("job_name", "operation"), [
+    ("paimon_expire_snapshots_job", "expire-snapshots"),
+    ("paimon_remove_orphan_files_job", "remove-orphan-files"),
+])
+def test_maintenance_jobs_have_a_schedule_per_table(job_name: str, operation: str) -> None:
+    job = defs.resolve_job_def(job_name)
+
+    assert job.tags["paimon/operation"] == operation
+    for table in ("logs_events", "shop_orders", "shop_order_revenue_by_status"):
+        schedule = defs.resolve_schedule_def(f"{operation.replace('-', '_')}_{table}")
+        assert schedule.job_name == job_name
+        assert schedule.default_status == dg.DefaultScheduleStatus.RUNNING
 
 
 def test_instance_template_limits_one_run_per_table() -> None:

@@ -21,6 +21,7 @@ from paimon_core.errors import (
     TagExistsError,
     UnsupportedFeatureError,
 )
+from paimon_core.maintenance.auto_tags import create_automatic_tags
 from paimon_core.manifest import read_index_manifest, read_manifest_list
 from paimon_core.read.changes import change_entries
 from paimon_core.read.scan import PartitionDecoder, live_entries, read_manifest_metas
@@ -356,3 +357,22 @@ def test_idle_consumers_stop_pinning_snapshots(catalog: pc.Catalog) -> None:
     done = table.expire_snapshots(dry_run=False, older_than_ms=now_ms(), retain_min=1)
     assert done.snapshots == (1, 2, 3) and done.stale_consumers == ("idle",)
     assert [c.consumer_id for c in table.consumers()] == ["busy"]
+
+
+def test_automatic_daily_tags_keep_each_days_last_snapshot(catalog: pc.Catalog) -> None:
+    table = pk_table(catalog, "a", **{"tag.automatic-creation": "process-time", "tag.num-retained-max": "2",
+                                      "write-only": "true"})
+    history(table, 3)
+    last = table.latest_snapshot()
+    day = 86_400_000
+    assert create_automatic_tags(table, last.time_millis).created is None  # no snapshot before today
+    created = []
+    for days_later in (1, 1, 2, 3):  # the clock moves on; each run tags the day that ended last
+        result = create_automatic_tags(table, last.time_millis + days_later * day)
+        created.append(result.created)
+        if result.created:
+            assert result.snapshot_id == last.id  # the newest snapshot by the end of that day
+    assert created[1] is None  # that day is tagged already
+    names = [n for n in created if n]
+    assert len(names) == 3 and [t.name for t in table.list_tags()] == names[1:]  # tag.num-retained-max 2
+    assert table.read(tag=names[-1]).num_rows == table.read().num_rows
