@@ -21,12 +21,18 @@ def now_ms() -> int:
     return int(time.time() * 1000) + 1
 
 
-def test_pypaimon_reads_after_our_expiry_and_tags(tmp_path: Path, oracle: Oracle) -> None:
-    catalog = pc.Catalog(str(tmp_path))
+def new_table(warehouse: Path, name: str, **options: str) -> pc.Table:
+    """A primary-key table with 10 commits of CDC batches (compacting writers)."""
+    catalog = pc.Catalog(str(warehouse))
     catalog.create_database("db")
-    table = catalog.create_table("db.t", schema=SCHEMA, primary_keys=["id"], options=OPTIONS)
-    for batch in commits(7, 8, deletes=True):
+    table = catalog.create_table(f"db.{name}", schema=SCHEMA, primary_keys=["id"], options={**OPTIONS, **options})
+    for batch in commits(len(name) + 6, 8, deletes=True):
         table.write(batch)
+    return table
+
+
+def test_pypaimon_reads_after_our_expiry_and_tags(tmp_path: Path, oracle: Oracle) -> None:
+    table = new_table(tmp_path, "t")
     table.create_tag("mid", 5)
     done = table.expire_snapshots(dry_run=False, older_than_ms=now_ms(), retain_min=3)
     assert done.data_files and done.earliest_after == table.snapshots()[0].id
@@ -42,11 +48,7 @@ def test_pypaimon_reads_after_our_expiry_and_tags(tmp_path: Path, oracle: Oracle
 
 
 def test_pypaimon_reads_after_our_rollbacks(tmp_path: Path, oracle: Oracle) -> None:
-    catalog = pc.Catalog(str(tmp_path))
-    catalog.create_database("db")
-    table = catalog.create_table("db.r", schema=SCHEMA, primary_keys=["id"], options=OPTIONS)
-    for batch in commits(8, 6, deletes=True):
-        table.write(batch)
+    table = new_table(tmp_path, "r")
     table.create_tag("early", 2)
     table.rollback_to(6)
     out = str(tmp_path / "after")
@@ -80,11 +82,7 @@ def test_our_expiry_keeps_what_a_pypaimon_tag_needs(tmp_path: Path, oracle: Orac
 @pytest.mark.parametrize("options", [{"manifest.merge-min-count": "3"},
                                      {"manifest.full-compaction-threshold-size": "1 b"}])
 def test_pypaimon_reads_after_our_manifest_merges(tmp_path: Path, oracle: Oracle, options: dict[str, str]) -> None:
-    catalog = pc.Catalog(str(tmp_path))
-    catalog.create_database("db")
-    table = catalog.create_table("db.m", schema=SCHEMA, primary_keys=["id"], options={**OPTIONS, **options})
-    for batch in commits(10, 10, deletes=True):
-        table.write(batch)
+    table = new_table(tmp_path, "m", **options)
     retained = [s.id for s in table.snapshots()]
     theirs = oracle.read_snapshots(tmp_path, "db.m", retained)
     for sid in retained:
