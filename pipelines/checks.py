@@ -1,7 +1,8 @@
 """Checks on the Paimon tables, cheap enough to run after every write.
 
-Data quality per partition (logs.events, shop.orders), and the LSM shape of every compacted
-table (level 0 under the stop-trigger, few small files), from manifests only.
+Data quality per partition (logs.events, shop.orders), the LSM shape of every compacted table
+(level 0 under the stop-trigger, few small files), from manifests only, and whether its
+maintenance keeps up (snapshots within retention, no orphan files; see ``pipelines.maintenance``).
 """
 
 # No `from __future__ import annotations`: Dagster reads the context and resource annotations
@@ -17,6 +18,7 @@ import pyarrow.compute as pac
 from pipelines.assets import log_events
 from pipelines.log_events import PARTITION_COLUMN, TABLE
 from pipelines.lsm import COMPACTED_TABLES, LEVEL0_CHECK, SMALL_FILES_CHECK, CompactedTable, check_outcomes
+from pipelines.maintenance import ORPHANS_CHECK, RETENTION_CHECK, orphans_outcome, retention_outcome
 from pipelines.order_assets import shop_orders
 from pipelines.orders import ORDER_STATUSES, ORDERS_TABLE
 from pipelines.partitions import daily_partitions
@@ -118,3 +120,30 @@ def lsm_checks(spec: CompactedTable) -> dg.AssetChecksDefinition:
 
 
 lsm_asset_checks = [lsm_checks(spec) for spec in COMPACTED_TABLES]
+
+
+def maintenance_checks(spec: CompactedTable) -> list[dg.AssetChecksDefinition]:
+    """The two maintenance checks of one compacted table (WARN when its maintenance lags its schedule).
+
+    Not partitioned, like the LSM checks: they judge the whole table. The maintenance jobs record
+    them again after each run, so the asset shows the state the last expiry or cleanup left.
+    """
+
+    @dg.asset_check(asset=spec.asset_key, name=RETENTION_CHECK, blocking=False,
+                    description=f"{spec.table} keeps no snapshot its expiry schedule should already have "
+                    "expired (Paimon's retention: snapshot.num-retained.min/max, snapshot.time-retained; "
+                    "consumers and tags respected), and no more than snapshot.num-retained.max.")
+    def _retention(catalog: PaimonCatalogResource) -> dg.AssetCheckResult:
+        return retention_outcome(catalog.table(spec.table), spec).result(spec.asset_key)
+
+    @dg.asset_check(asset=spec.asset_key, name=ORPHANS_CHECK, blocking=False,
+                    description=f"{spec.table} holds no orphan file (referenced by no snapshot or tag) that its "
+                    "cleanup schedule should already have deleted (older than a day before its previous run); "
+                    "lists the table's directories.")
+    def _orphans(catalog: PaimonCatalogResource) -> dg.AssetCheckResult:
+        return orphans_outcome(catalog.table(spec.table), spec).result(spec.asset_key)
+
+    return [_retention, _orphans]
+
+
+maintenance_asset_checks = [check for spec in COMPACTED_TABLES for check in maintenance_checks(spec)]

@@ -13,12 +13,18 @@ from typing import Any
 import dagster as dg
 
 from pipelines.assets import IO_MANAGER_KEY, log_events
-from pipelines.checks import log_events_partition_valid, lsm_asset_checks, orders_partition_valid
+from pipelines.checks import (
+    log_events_partition_valid,
+    lsm_asset_checks,
+    maintenance_asset_checks,
+    orders_partition_valid,
+)
 from pipelines.compaction import paimon_compaction_job, paimon_full_compaction_job
 from pipelines.jobs import ingest_log_events_job, ingest_orders_job
+from pipelines.maintenance import paimon_expire_snapshots_job, paimon_remove_orphan_files_job
 from pipelines.order_assets import shop_orders, user_order_totals
 from pipelines.order_revenue import order_revenue_by_status, order_revenue_job, order_revenue_sensor
-from pipelines.schedules import ingest_log_events_daily, ingest_orders_daily
+from pipelines.schedules import ingest_log_events_daily, ingest_orders_daily, maintenance_schedules
 from pipelines.sensors import compaction_sensors
 from resources import LogEventSource, OrderEventSource, PaimonCatalogResource, PaimonTableIOManager
 
@@ -54,10 +60,10 @@ def build_resources(*, warehouse: str | None = None, log_source: LogEventSource 
 
 defs = dg.Definitions(
     assets=[log_events, shop_orders, user_order_totals, order_revenue_by_status],
-    asset_checks=[log_events_partition_valid, orders_partition_valid, *lsm_asset_checks],
+    asset_checks=[log_events_partition_valid, orders_partition_valid, *lsm_asset_checks, *maintenance_asset_checks],
     jobs=[ingest_log_events_job, ingest_orders_job, order_revenue_job, paimon_compaction_job,
-          paimon_full_compaction_job],
-    schedules=[ingest_log_events_daily, ingest_orders_daily],
+          paimon_full_compaction_job, paimon_expire_snapshots_job, paimon_remove_orphan_files_job],
+    schedules=[ingest_log_events_daily, ingest_orders_daily, *maintenance_schedules],
     sensors=[*compaction_sensors, order_revenue_sensor],
     resources=build_resources(),
 )

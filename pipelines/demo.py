@@ -1,5 +1,6 @@
 """``make demo``: ingest a few days of log events and of order changes through Dagster, re-run a day, query,
-compact (shop.orders' full compactions write its changelog), and keep a revenue aggregate up to date from it.
+compact (shop.orders' full compactions write its changelog), keep a revenue aggregate up to date from it,
+and finally expire shop.orders' old snapshots and clean its orphan files through the maintenance jobs.
 
 Run as ``python -m pipelines.demo [--days N] [--order-days N] [--start YYYY-MM-DD]``. Runs go into the Dagster
 instance at ``$DAGSTER_HOME`` (default ``.dagster_home/`` at the repo root, seeded from
@@ -31,8 +32,26 @@ from paimon_core.compaction.state import LsmState
 from pipelines.assets import RUN_TAGS
 from pipelines.definitions import REPO_ROOT, defs
 from pipelines.log_events import PARTITION_COLUMN, TABLE
-from pipelines.lsm import COMPACTION_TAG, TRIGGER_COMMITS_TAG, TRIGGER_REASON_TAG, check_outcomes, format_state
+from pipelines.lsm import (
+    COMPACTION_TAG,
+    TRIGGER_COMMITS_TAG,
+    TRIGGER_REASON_TAG,
+    check_outcomes,
+    compacted_table,
+    format_state,
+)
+from pipelines.maintenance import (
+    EXPIRE_JOB,
+    ORPHANS_JOB,
+    SnapshotSpan,
+    expire_run_config,
+    maintenance_tags,
+    orphans_run_config,
+    relative,
+    retention_outcome,
+)
 from pipelines.order_assets import ORDERS_KEY, ORDERS_RUN_TAGS, REVENUE_KEY, USER_ORDER_TOTALS_KEY
+from pipelines.order_revenue import CONSUMER_ID
 from pipelines.orders import ORDERS_SCHEMA, ORDERS_TABLE, REVENUE_TABLE, TOTALS_TABLE, order_batches
 from pipelines.partitions import START_DATE
 from resources import OrderEventSource, PaimonCatalogResource
@@ -50,6 +69,11 @@ CHANGELOG_ROWS_SHOWN = 12
 # Late changes to the first order day, committed as shop.orders' full-compaction.delta-commits
 # commits (as a CDC connector committing every few minutes would), so a full compaction is due.
 LATE_PAID, LATE_CANCELLED, LATE_REPRICED, LATE_COMMITS = 3, 2, 2, 5
+# The demo's snapshots are seconds old, so the table's retention (1 h) expires none of them: the
+# demo's expiry keeps the newest few whatever their age, and its orphan cleanup looks at files of
+# any age (forced: the demo knows no writer is running).
+DEMO_RETAIN_MIN = 5
+ORPHANS_SHOWN = 3
 
 
 def ensure_dagster_home() -> Path:
@@ -218,6 +242,7 @@ def run_orders(instance: dg.DagsterInstance, catalog: PaimonCatalogResource, day
     print_top_users(catalog.table(TOTALS_TABLE), again)
     run_compaction(instance, catalog)
     run_changelog(instance, catalog, days[0])
+    run_maintenance(instance, catalog, days[-1])
 
 
 # ---- compaction -----------------------------------------------------------------------------
@@ -397,6 +422,113 @@ def run_changelog(instance: dg.DagsterInstance, catalog: PaimonCatalogResource, 
     print_revenue(before, revenue_by_status(catalog), orders)
     again = tick(instance, catalog, "order_revenue_sensor")
     print(f"Sensor order_revenue_sensor again: {again.skip_message or again.run_requests}")
+
+
+# ---- maintenance ----------------------------------------------------------------------------
+
+
+def directory_bytes(table: pc.Table) -> int | None:
+    """Bytes under the table's directory when it is on the local disk (what expiry and cleanup free)."""
+    root = Path(table.paths.root)
+    if not root.is_dir():
+        return None
+    return sum(f.stat().st_size for f in root.rglob("*") if f.is_file())
+
+
+def run_maintenance_job(instance: dg.DagsterInstance, job_name: str, run_config: dict[str, Any],
+                        table: str) -> dg.ExecuteInProcessResult:
+    """One maintenance run in process, tagged as its schedule's runs are."""
+    return defs.resolve_job_def(job_name).execute_in_process(run_config={**run_config, **QUIET_RUN_CONFIG},
+                                                             instance=instance, tags=maintenance_tags(table))
+
+
+def crash_leftover(table: pc.Table) -> Path | None:
+    """A data file as a writer that crashed before its commit leaves it, in a bucket directory."""
+    buckets = sorted(p for p in Path(table.paths.root).glob("*=*/bucket-*") if p.is_dir())
+    if not buckets:
+        return None
+    stray = buckets[0] / "data-00000000-crashed-writer-0.parquet"
+    stray.write_bytes(b"PAR1" + bytes(4096) + b"PAR1")
+    return stray
+
+
+def expire_orders(instance: dg.DagsterInstance, orders: pc.Table) -> None:
+    """The expiry job on shop.orders with the demo's overrides; what it deleted, and what readers still see."""
+    spec = compacted_table(ORDERS_TABLE)
+    before, consumer = SnapshotSpan.of(orders), orders.consumer(CONSUMER_ID)
+    rows_before = orders.read().sort_by([("dt", "ascending"), ("order_id", "ascending")])
+    default = retention_outcome(orders, spec)
+    print(f"\nMaintenance of {ORDERS_TABLE}: {before.count} snapshots ({before.earliest}..{before.latest}); consumer "
+          f"{CONSUMER_ID} resumes at snapshot {consumer}.\n  Under the table's retention (the newest "
+          f"{orders.options.snapshot_num_retained_min}, and all current within "
+          f"{orders.options.snapshot_time_retained_ms // 60000} min) {default.metadata['expirable_now']} snapshot(s) "
+          "are expirable; check "
+          f"{default.name}: {'passed' if default.passed else 'FAILED'}")
+    result = run_maintenance_job(instance, EXPIRE_JOB, expire_run_config(
+        ORDERS_TABLE, older_than="now", retain_min=DEMO_RETAIN_MIN), ORDERS_TABLE)
+    plan = result.output_for_node("expire_snapshots")
+    after = SnapshotSpan.of(orders)
+    rows_after = orders.read().sort_by([("dt", "ascending"), ("order_id", "ascending")])
+    expired = f"snapshots {plan.snapshots[0]}..{plan.snapshots[-1]}" if plan.snapshots else "no snapshot"
+    print(f"  {EXPIRE_JOB} (older_than now, retain_min {DEMO_RETAIN_MIN}), run {result.run_id[:8]} "
+          f"{'succeeded' if result.success else 'FAILED'}: expired {expired} ({len(plan.snapshots)}), deleting "
+          f"{len(plan.data_files)} data, {len(plan.changelog_files)} changelog and {len(plan.index_files)} index "
+          f"files ({plan.bytes:,} bytes) and {len(plan.metadata_files)} metadata files")
+    print(f"  snapshots {before.count} -> {after.count} (now {after.earliest}..{after.latest}); latest snapshot "
+          f"reads {rows_after.num_rows:,} rows, {'the same' if rows_after.equals(rows_before) else 'DIFFERENT'} as "
+          f"before; consumer {CONSUMER_ID} still resumes at snapshot {orders.consumer(CONSUMER_ID)}")
+
+
+def clean_orders(instance: dg.DagsterInstance, orders: pc.Table) -> None:
+    """The orphan-file job on shop.orders, after a simulated crash left a file behind."""
+    stray = crash_leftover(orders)
+    if stray is not None:
+        print(f"  simulated crash leftover: {relative(orders, str(stray))} ({stray.stat().st_size:,} bytes, "
+              "written by no commit)")
+    result = run_maintenance_job(instance, ORPHANS_JOB, orphans_run_config(
+        ORDERS_TABLE, older_than="now", force=True), ORDERS_TABLE)
+    done = result.output_for_node("remove_orphan_files")
+    shown = ", ".join(relative(orders, p) for p in done.orphans[:ORPHANS_SHOWN])
+    more = f" and {len(done.orphans) - ORPHANS_SHOWN} more" if len(done.orphans) > ORPHANS_SHOWN else ""
+    print(f"  {ORPHANS_JOB} (older_than now, force), run {result.run_id[:8]} "
+          f"{'succeeded' if result.success else 'FAILED'}: of {done.candidates} file(s) listed, "
+          f"{len(done.orphans)} referenced by no snapshot or tag, deleted ({done.bytes:,} bytes)"
+          f"{': ' + shown + more if shown else ''}")
+
+
+def consume_after_maintenance(instance: dg.DagsterInstance, catalog: PaimonCatalogResource, day: str) -> None:
+    """More late changes, their full compaction and the consumer's run: the aggregate still adds up."""
+    orders = catalog.table(ORDERS_TABLE)
+    late = late_changes(orders, day)
+    bounds = [i * late.num_rows // LATE_COMMITS for i in range(LATE_COMMITS + 1)]
+    for start, end in itertools.pairwise(bounds):
+        orders.write(late.slice(start, end - start))
+    compaction = tick(instance, catalog, f"compact_{ORDERS_TABLE.replace('.', '_')}_sensor")
+    for request in compaction.run_requests:
+        run_requested(instance, request, f"compact_{ORDERS_TABLE.replace('.', '_')}_sensor")
+    consumer = tick(instance, catalog, "order_revenue_sensor")
+    consumed: list[str] = []
+    for request in consumer.run_requests:
+        meta = plain_metadata(run_requested(instance, request, "order_revenue_sensor"), REVENUE_KEY)
+        consumed.append(f"{meta['snapshots_consumed']} snapshot(s) read from {meta['started_from']}")
+    same = revenue_by_status(catalog) == direct_revenue(orders)
+    print(f"  then {late.num_rows} late changes to {day} in {LATE_COMMITS} commits, "
+          f"{len(compaction.run_requests)} full compaction run(s), consumer run: "
+          f"{'; '.join(consumed) or 'NOT REQUESTED'};\n  {REVENUE_TABLE} equal to a GROUP BY of {ORDERS_TABLE}: "
+          f"{'yes' if same else 'NO'}")
+
+
+def run_maintenance(instance: dg.DagsterInstance, catalog: PaimonCatalogResource, day: str) -> None:
+    """Expire shop.orders' snapshots and clean its orphans through the jobs, then keep consuming its changelog."""
+    orders = catalog.table(ORDERS_TABLE)
+    size_before = directory_bytes(orders)
+    expire_orders(instance, orders)
+    clean_orders(instance, orders)
+    size_after = directory_bytes(orders)
+    if size_before is not None and size_after is not None:
+        print(f"  {ORDERS_TABLE} directory: {size_before:,} -> {size_after:,} bytes "
+              f"({size_before - size_after:,} reclaimed)")
+    consume_after_maintenance(instance, catalog, day)
 
 
 def run(days: Sequence[str], order_days: Sequence[str] = ()) -> None:

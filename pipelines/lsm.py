@@ -1,9 +1,11 @@
 """The LSM shape of the compacted tables, as the compaction sensors, job and checks see it.
 
 Every table listed in ``COMPACTED_TABLES`` is written write-only by its ingestion (writers never
-compact), gets a sensor that launches ``paimon_compaction_job`` when a bucket's level 0 grows,
-and a pair of asset checks on its asset. Everything here reads manifests only
-(``Table.lsm_state``), never data files, so a sensor tick or a check costs a few small reads.
+compact, and never expire snapshots), gets a sensor that launches ``paimon_compaction_job`` when
+a bucket's level 0 grows, a pair of asset checks on its asset, and the maintenance schedules and
+checks of ``pipelines.maintenance`` (snapshot expiry, orphan-file cleanup). Everything here reads
+manifests only (``Table.lsm_state``), never data files, so a sensor tick or a check costs a few
+small reads.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ from pipelines.orders import ORDERS_TABLE, REVENUE_TABLE
 # Runs that compact a table carry COMPACTION_TAG=<db.table>; dagster.yaml allows one such run per
 # table at a time. It is not the ingestion tag (paimon/table), so ingestion and compaction of one
 # table run side by side: ingestion only adds files (write-only), compaction replaces them, and
-# the engine lands both (an APPEND never conflicts with a COMPACT).
+# the engine lands both (an APPEND never conflicts with a COMPACT). The maintenance runs
+# (snapshot expiry, orphan-file cleanup; pipelines.maintenance) carry it too, so they never run
+# next to a compaction of the same table: the tag means "replaces or deletes the table's files".
 COMPACTION_TAG = "paimon/compaction"
 # The level-0 file count that made the sensor ask for the run, and the snapshot it saw.
 TRIGGER_LEVEL0_TAG = "paimon/trigger-level0"
@@ -62,7 +66,10 @@ class CompactedTable:
     the runs the sensor launches keep compacting as writers commit; None reads
     ``$PAIMON_COMPACTION_FOLLOW_SECONDS`` (default 0, one pass). ``partition_column`` maps a
     one-column Paimon partition onto the asset's Dagster partition key, so observations land on
-    the partition they describe.
+    the partition they describe. ``expire_cron`` / ``remove_orphan_files_cron``: when the table's
+    maintenance schedules tick (UTC); None reads ``$PAIMON_EXPIRE_SNAPSHOTS_CRON`` /
+    ``$PAIMON_REMOVE_ORPHAN_FILES_CRON``, defaulting to hourly and daily at 03:00 (see
+    ``pipelines.maintenance``).
     """
 
     table: str
@@ -70,6 +77,8 @@ class CompactedTable:
     level0_threshold: int | None = None
     follow_seconds: int | None = None
     partition_column: str | None = PARTITION_COLUMN
+    expire_cron: str | None = None
+    remove_orphan_files_cron: str | None = None
 
     @property
     def name(self) -> str:

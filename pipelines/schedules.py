@@ -1,4 +1,4 @@
-"""Schedules: the daily runs that materialize the day that just ended."""
+"""Schedules: the daily runs that materialize the day that just ended, and the tables' maintenance."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import dagster as dg
 
 from pipelines.assets import RUN_TAGS
 from pipelines.jobs import ingest_log_events_job, ingest_orders_job
+from pipelines.lsm import COMPACTED_TABLES
+from pipelines.maintenance import expire_schedule, orphans_schedule
 from pipelines.order_assets import ORDERS_RUN_TAGS
 
 # The tick at 01:00 UTC on day D requests partition D-1 (the last complete day). Stopped by
@@ -31,3 +33,7 @@ ingest_orders_daily = dg.build_schedule_from_partitioned_job(
     minute_of_hour=15,
     tags=ORDERS_RUN_TAGS,
 )
+
+# Per table of COMPACTED_TABLES: snapshot expiry (hourly) and orphan-file cleanup (daily at
+# 03:00 UTC), both RUNNING by default; crons, tags and why they run are in pipelines.maintenance.
+maintenance_schedules = [make(spec) for spec in COMPACTED_TABLES for make in (expire_schedule, orphans_schedule)]

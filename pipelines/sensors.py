@@ -68,6 +68,7 @@ warnings.filterwarnings("ignore", message=r"Parameter `owners` of initializer `S
 
 # Runs that have not planned yet: they will see the newest files when they do.
 WAITING = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING]
+COMPACTION_JOBS = (COMPACTION_JOB, FULL_COMPACTION_JOB)
 
 
 def run_key(table: str, snapshot_id: int) -> str:
@@ -76,14 +77,19 @@ def run_key(table: str, snapshot_id: int) -> str:
 
 def pending_compaction(instance: dg.DagsterInstance, table: str) -> str | None:
     """A compaction run of ``table`` that will fold new level-0 files without another run:
-    one that has not started yet, or a following one that is running. Described, or None."""
-    runs = instance.get_runs(filters=dg.RunsFilter(tags={COMPACTION_TAG: table}, statuses=WAITING), limit=1)
+    one that has not started yet, or a following one that is running. Described, or None.
+
+    Maintenance runs (expiry, orphan cleanup) carry the compaction tag too, for the run limit,
+    but compact nothing: only runs of the compaction jobs count.
+    """
+    runs = [run for run in instance.get_runs(filters=dg.RunsFilter(tags={COMPACTION_TAG: table}, statuses=WAITING),
+                                             limit=10) if run.job_name in COMPACTION_JOBS]
     if runs:
         status = runs[0].status.value.lower().replace("_", " ")
         return f"compaction run {runs[0].run_id} is {status} and will see them"
     running = instance.get_runs(filters=dg.RunsFilter(tags={COMPACTION_TAG: table},
                                                       statuses=[dg.DagsterRunStatus.STARTED]), limit=5)
-    following = [run for run in running if run.tags.get(FOLLOW_TAG, "0") != "0"]
+    following = [run for run in running if run.job_name in COMPACTION_JOBS and run.tags.get(FOLLOW_TAG, "0") != "0"]
     if following:
         return f"compaction run {following[0].run_id} is following the table"
     return None

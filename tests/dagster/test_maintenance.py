@@ -10,6 +10,7 @@ import os
 import shutil
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import dagster as dg
@@ -88,10 +89,10 @@ def job_defs(resources: dict[str, Any]) -> dg.Definitions:
 
 
 def run(job_defs: dg.Definitions, instance: dg.DagsterInstance, job: str, run_config: dict[str, Any], *,
-        tags: dict[str, str] | None = None, raise_on_error: bool = True) -> dg.ExecuteInProcessResult:
+        raise_on_error: bool = True) -> dg.ExecuteInProcessResult:
+    """A maintenance run of logs.events, tagged as its schedules tag it."""
     return job_defs.resolve_job_def(job).execute_in_process(
-        run_config=run_config, instance=instance, raise_on_error=raise_on_error,
-        tags=maintenance_tags(LOG_TABLE) if tags is None else tags)
+        run_config=run_config, instance=instance, raise_on_error=raise_on_error, tags=maintenance_tags(LOG_TABLE))
 
 
 def observations(result: dg.ExecuteInProcessResult) -> list[dg.AssetObservation]:
@@ -186,6 +187,25 @@ def test_default_retention_keeps_young_snapshots(job_defs: dg.Definitions, insta
     assert len(events.snapshots()) == COMMITS
     [observed] = observations(result)
     assert plain(observed.metadata)["snapshots_expired"] == 0
+
+
+def test_expiry_creates_due_automatic_tags_first(job_defs: dg.Definitions, instance: dg.DagsterInstance,
+                                                 events: pc.Table, monkeypatch: pytest.MonkeyPatch) -> None:
+    events.alter([pc.SetOption("tag.automatic-creation", "process-time")])
+    # A day on, today has ended: its tag (its last snapshot) is due. Only the engine's clock moves.
+    tomorrow = time.time() + 24 * 3600
+    monkeypatch.setattr("paimon_core.table.time", SimpleNamespace(time=lambda: tomorrow, monotonic=time.monotonic))
+    today = dt_.datetime.fromtimestamp(tomorrow - 24 * 3600).strftime("%Y-%m-%d")
+
+    result = run(job_defs, instance, EXPIRE_JOB, expire_run_config(LOG_TABLE, older_than="now", retain_min=2))
+
+    assert [(t.name, t.snapshot_id) for t in events.list_tags()] == [(today, COMMITS)]
+    meta = plain(output_metadata(result, "expire_snapshots"))
+    assert (meta["automatic_tag_created"], meta["snapshots_expired"]) == (today, COMMITS - 2)
+    # A dry run creates no tag either.
+    events.delete_tag(today)
+    run(job_defs, instance, EXPIRE_JOB, expire_run_config(LOG_TABLE, dry_run=True))
+    assert events.list_tags() == []
 
 
 def test_bad_time_fails_the_run_before_deleting(job_defs: dg.Definitions, instance: dg.DagsterInstance,
