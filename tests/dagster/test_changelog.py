@@ -498,7 +498,7 @@ def test_the_revenue_asset_is_wired_downstream_of_orders() -> None:
     assert node.parent_keys == {ORDERS_KEY}
     assert node.group_name == "shop" and node.partitions_def is None
     checks = {c.name for c in graph.get_check_keys_for_assets({REVENUE_KEY})}
-    assert checks == {"level0_below_stop_trigger", "small_files"}
+    assert checks == {"level0_below_stop_trigger", "small_files", "snapshots_within_retention", "no_orphan_files"}
     job = defs.resolve_job_def(REVENUE_JOB)
     assert set(job.asset_layer.selected_asset_keys) == {REVENUE_KEY}
     assert job.tags.items() >= REVENUE_RUN_TAGS.items()
