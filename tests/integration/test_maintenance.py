@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,9 @@ from paimon_core.errors import (
     TagExistsError,
     UnsupportedFeatureError,
 )
+from paimon_core.fileio import FileStatus
 from paimon_core.maintenance.auto_tags import create_automatic_tags
+from paimon_core.maintenance.orphans import OrphanFilesClean
 from paimon_core.manifest import read_index_manifest, read_manifest_list
 from paimon_core.read.changes import change_entries
 from paimon_core.read.scan import PartitionDecoder, live_entries, read_manifest_metas
@@ -376,3 +379,24 @@ def test_automatic_daily_tags_keep_each_days_last_snapshot(catalog: pc.Catalog) 
     names = [n for n in created if n]
     assert len(names) == 3 and [t.name for t in table.list_tags()] == names[1:]  # tag.num-retained-max 2
     assert table.read(tag=names[-1]).num_rows == table.read().num_rows
+
+
+def test_a_commit_landing_during_orphan_cleanup_keeps_its_files(catalog: pc.Catalog) -> None:
+    """Candidates are listed before references are collected: files an in-flight write had already
+    written (candidates, even with a zero window) are referenced by the time they are judged."""
+    table = catalog.create_table("db.log", schema=SCHEMA, partition_keys=["dt"], options={"write-buffer-size": "1 kb"})
+    table.write(rows(range(0, 50), "first"))
+    writer = table.new_write()
+    writer.write(rows(range(100, 400), "in-flight"))  # over the buffer: data files written, not committed
+    in_flight = on_disk(table) - reachable(table)
+    assert any(f.startswith("dt=") for f in in_flight)
+
+    class CommitMeanwhile(OrphanFilesClean):
+        def _candidates(self) -> Iterator[FileStatus]:
+            yield from super()._candidates()
+            writer.commit()  # lands right after the candidates were listed
+
+    result = CommitMeanwhile(table).run(older_than_ms=now_ms(), dry_run=False, force=True)
+    assert not {str(Path(p).relative_to(Path(table.path))) for p in result.orphans} & in_flight
+    assert sorted(r["k"] for r in table.read().to_pylist()) == list(range(50)) + list(range(100, 400))
+    assert on_disk(table) == reachable(table)
