@@ -115,7 +115,7 @@ def cmd_compact(catalog: Catalog, args: argparse.Namespace) -> str:
 
 def cmd_expire_snapshots(catalog: Catalog, args: argparse.Namespace) -> str:
     table = catalog.get_table(args.table)
-    plan = table.expire_snapshots(dry_run=args.dry_run, older_than_ms=args.older_than_ms,
+    plan = table.expire_snapshots(dry_run=args.dry_run, older_than=args.older_than_ms,
                                   retain_min=args.retain_min, retain_max=args.retain_max, max_deletes=args.max_deletes)
     listed = [f"  {path}" for path in (*plan.data_files, *plan.changelog_files, *plan.index_files)] if args.dry_run \
         else []
@@ -124,7 +124,7 @@ def cmd_expire_snapshots(catalog: Catalog, args: argparse.Namespace) -> str:
 
 def cmd_remove_orphan_files(catalog: Catalog, args: argparse.Namespace) -> str:
     table = catalog.get_table(args.table)
-    result = table.remove_orphan_files(older_than_ms=args.older_than_ms, dry_run=args.dry_run, force=args.force)
+    result = table.remove_orphan_files(older_than=args.older_than_ms, dry_run=args.dry_run, force=args.force)
     listed = [f"  {path}" for path in result.orphans] if args.dry_run else []
     return "\n".join([*listed, result.summary()])
 

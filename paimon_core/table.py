@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import logging
 import time
 import uuid
@@ -151,7 +152,7 @@ class Table:
         """Every tag, oldest snapshot first."""
         return self._tags.tags()
 
-    def expire_snapshots(self, *, dry_run: bool = True, older_than_ms: int | None = None,
+    def expire_snapshots(self, *, dry_run: bool = True, older_than: dt.datetime | int | None = None,
                          retain_min: int | None = None, retain_max: int | None = None,
                          max_deletes: int | None = None) -> ExpiryPlan:
         """Expire old snapshots with Paimon's rule, never touching what a kept snapshot, a tag
@@ -159,12 +160,14 @@ class Table:
 
         Args:
             dry_run: only plan (the default): the result lists what would be deleted.
-            older_than_ms: keep snapshots (and long-lived changelogs) current at or after this
-                time (default: now minus ``snapshot.time-retained`` / ``changelog.time-retained``).
+            older_than: keep snapshots (and long-lived changelogs) current at or after this time, a
+                datetime or epoch milliseconds (default: now minus ``snapshot.time-retained`` /
+                ``changelog.time-retained``).
             retain_min / retain_max / max_deletes: override ``snapshot.num-retained.min``,
                 ``snapshot.num-retained.max`` and ``snapshot.expire.limit``.
         """
         expiry = SnapshotExpiry(self)
+        older_than_ms = _epoch_ms(older_than)
         plan = expiry.plan(expiry.retention(older_than_ms=older_than_ms, retain_min=retain_min,
                                             retain_max=retain_max, limit=max_deletes),
                            changelog_older_than_ms=older_than_ms)
@@ -175,12 +178,13 @@ class Table:
         (maintaining writers do this after each commit; write-only tables need a maintenance run)."""
         return create_automatic_tags(self, int(time.time() * 1000))
 
-    def remove_orphan_files(self, *, older_than_ms: int | None = None, dry_run: bool = True,
+    def remove_orphan_files(self, *, older_than: dt.datetime | int | None = None, dry_run: bool = True,
                             force: bool = False) -> OrphanFiles:
         """Delete files no snapshot, tag or long-lived changelog references, older than
-        ``older_than_ms`` (default a day ago; within an hour of now only with ``force``, as files
-        of commits in flight are that young). ``dry_run`` (the default) only lists them."""
-        return OrphanFilesClean(self).run(older_than_ms=older_than_ms, dry_run=dry_run, force=force)
+        ``older_than`` (a datetime or epoch milliseconds; default a day ago; within an hour of now
+        only with ``force``, as files of commits in flight are that young). ``dry_run`` (the
+        default) only lists them."""
+        return OrphanFilesClean(self).run(older_than_ms=_epoch_ms(older_than), dry_run=dry_run, force=force)
 
     def rollback_to(self, target: int | str) -> Rollback:
         """Make a snapshot id or a tag the latest state; newer snapshots and tags are removed
@@ -738,6 +742,13 @@ class TableWrite:
         if self._sink is not None:
             return self._sink.writer.buffered_bytes
         return self._appender.buffered_bytes if self._appender is not None else 0
+
+
+def _epoch_ms(moment: dt.datetime | int | None) -> int | None:
+    """Epoch milliseconds of a datetime (naive: local time) or of an int already in milliseconds."""
+    if moment is None or isinstance(moment, int):
+        return moment
+    return int(moment.timestamp() * 1000)
 
 
 def _read_all(reader: SplitReader, splits: Sequence[DataSplit]) -> pa.Table:

@@ -303,8 +303,8 @@ def retention_outcome(table: pc.Table, spec: CompactedTable, *, at_ms: int | Non
     options = table.options
     cron = expire_cron(spec)
     previous, last = scheduled_ticks(cron, at)
-    overdue = table.expire_snapshots(dry_run=True, older_than_ms=previous - options.snapshot_time_retained_ms)
-    due = table.expire_snapshots(dry_run=True, older_than_ms=at - options.snapshot_time_retained_ms)
+    overdue = table.expire_snapshots(dry_run=True, older_than=previous - options.snapshot_time_retained_ms)
+    due = table.expire_snapshots(dry_run=True, older_than=at - options.snapshot_time_retained_ms)
     span = SnapshotSpan.of(table)
     over_max = span.count > options.snapshot_num_retained_max
     consumers = consumers_text(table)
@@ -346,7 +346,7 @@ def orphans_outcome(table: pc.Table, spec: CompactedTable, *, at_ms: int | None 
     at = current_ms() if at_ms is None else at_ms
     cron = orphans_cron(spec)
     previous, last = scheduled_ticks(cron, at)
-    found = table.remove_orphan_files(dry_run=True, older_than_ms=previous - DAY_MS)
+    found = table.remove_orphan_files(dry_run=True, older_than=previous - DAY_MS)
     kinds = Counter(kind_of(table, p) for p in found.orphans)
     if found.orphans:
         description = (f"{len(found.orphans)} orphan file(s) ({found.bytes:,} bytes) older than "
@@ -434,7 +434,7 @@ def expire_snapshots(context: dg.OpExecutionContext, config: ExpireSnapshotsConf
     if tags is not None and (tags.created or tags.deleted):
         context.log.info(f"{table.name}: automatic tag {tags.created or '-'} created (snapshot "
                          f"{tags.snapshot_id}), {', '.join(tags.deleted) or 'none'} deleted")
-    plan = table.expire_snapshots(dry_run=config.dry_run, older_than_ms=older_than, retain_min=config.retain_min,
+    plan = table.expire_snapshots(dry_run=config.dry_run, older_than=older_than, retain_min=config.retain_min,
                                   retain_max=config.retain_max, max_deletes=config.max_deletes)
     after = SnapshotSpan.of(table)
     metadata = expiry_metadata(table, plan, before, after, older_than, tags)
@@ -493,7 +493,7 @@ def remove_orphan_files(context: dg.OpExecutionContext, config: RemoveOrphanFile
         if busy:
             raise dg.Failure(description=f"a forced orphan cleanup of {config.table} would delete the files of "
                              f"commits in flight; runs in progress: {', '.join(busy)}", allow_retries=False)
-    result = table.remove_orphan_files(older_than_ms=older_than, dry_run=config.dry_run, force=config.force)
+    result = table.remove_orphan_files(older_than=older_than, dry_run=config.dry_run, force=config.force)
     metadata = orphans_metadata(table, result, forced=config.force)
     verb = "would delete" if result.dry_run else "deleted"
     context.log.info(f"{table.name}: {verb} {len(result.orphans)} orphan file(s) ({result.bytes:,} bytes) of "

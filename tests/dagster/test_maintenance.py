@@ -138,7 +138,7 @@ def rows(table: pc.Table) -> list[dict[str, Any]]:
 
 def test_expire_job_deletes_what_the_engine_plans(job_defs: dg.Definitions, instance: dg.DagsterInstance,
                                                   events: pc.Table) -> None:
-    expected = events.expire_snapshots(dry_run=True, older_than_ms=int(time.time() * 1000), retain_min=3)
+    expected = events.expire_snapshots(dry_run=True, older_than=int(time.time() * 1000), retain_min=3)
     before = rows(events)
     assert expected.snapshots == tuple(range(1, COMMITS - 2)) and len(expected.data_files) == COMMITS - 3
 

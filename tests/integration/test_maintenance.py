@@ -115,17 +115,17 @@ def test_expiry_frees_exactly_what_nothing_reaches(catalog: pc.Catalog) -> None:
     table.create_tag("early", 4)
     latest = table.latest_snapshot().id
     assert on_disk(table) == reachable(table)  # nothing unreferenced before
-    plan = table.expire_snapshots(older_than_ms=now_ms(), retain_min=3)  # a dry run by default
+    plan = table.expire_snapshots(older_than=now_ms(), retain_min=3)  # a dry run by default
     assert plan.dry_run and plan.snapshots == tuple(range(1, latest - 2)) and plan.data_files
     assert table.snapshot_store.earliest_id() == 1 and on_disk(table) == reachable(table)
 
-    done = table.expire_snapshots(dry_run=False, older_than_ms=now_ms(), retain_min=3)
+    done = table.expire_snapshots(dry_run=False, older_than=now_ms(), retain_min=3)
     assert done.snapshots == plan.snapshots and done.data_files == plan.data_files and not done.dry_run
     assert [s.id for s in table.snapshots()] == [latest - 2, latest - 1, latest]
     assert (Path(table.path) / "snapshot" / "EARLIEST").read_text() == str(latest - 2)
     assert on_disk(table) == reachable(table), "expiry left files behind or deleted reachable ones"
     assert_reads(table, states)
-    assert table.expire_snapshots(dry_run=False, older_than_ms=now_ms(), retain_min=3).snapshots == ()
+    assert table.expire_snapshots(dry_run=False, older_than=now_ms(), retain_min=3).snapshots == ()
 
 
 def test_time_retention_consumers_and_limits_keep_snapshots(catalog: pc.Catalog) -> None:
@@ -135,9 +135,9 @@ def test_time_retention_consumers_and_limits_keep_snapshots(catalog: pc.Catalog)
     assert table.expire_snapshots(retain_min=1).snapshots == ()  # all younger than snapshot.time-retained (1 h)
     table.stream("from-snapshot", snapshot_id=4, consumer_id="reader").checkpoint()
     assert table.consumer("reader") == 4
-    assert table.expire_snapshots(older_than_ms=now_ms(), retain_min=1).snapshots == (1, 2, 3)
-    assert table.expire_snapshots(older_than_ms=now_ms(), retain_min=1, max_deletes=2).snapshots == (1, 2)
-    assert len(table.expire_snapshots(older_than_ms=now_ms(), retain_min=latest - 1).snapshots) == 1
+    assert table.expire_snapshots(older_than=now_ms(), retain_min=1).snapshots == (1, 2, 3)
+    assert table.expire_snapshots(older_than=now_ms(), retain_min=1, max_deletes=2).snapshots == (1, 2)
+    assert len(table.expire_snapshots(older_than=now_ms(), retain_min=latest - 1).snapshots) == 1
     with pytest.raises(OptionError, match="retain_min"):
         table.expire_snapshots(retain_min=0)
 
@@ -151,7 +151,7 @@ def test_a_tag_keeps_its_snapshot_readable_after_expiry_and_rollback_restores_it
         table.create_tag("v1")
     with pytest.raises(InvalidNameError):
         table.create_tag("123")
-    table.expire_snapshots(dry_run=False, older_than_ms=now_ms(), retain_min=2)
+    table.expire_snapshots(dry_run=False, older_than=now_ms(), retain_min=2)
     with pytest.raises(SnapshotNotFoundError):
         table.read(snapshot_id=3)
     assert sorted(table.read(tag="v1").to_pylist(), key=lambda r: (r["dt"], r["k"])) == states[3]
@@ -184,7 +184,7 @@ def test_a_reader_whose_snapshot_expires_gets_a_clear_error(catalog: pc.Catalog)
         table.write(rows(range(c * 100, c * 100 + 50), f"c{c}"))
     table.compact(full=True)
     batches = table.to_batches(snapshot_id=2, batch_size=10)  # planned: its files are read as it is iterated
-    table.expire_snapshots(dry_run=False, older_than_ms=now_ms(), retain_min=1)
+    table.expire_snapshots(dry_run=False, older_than=now_ms(), retain_min=1)
     with pytest.raises(SnapshotExpiredError, match="snapshot 2 of table db.t was expired"):
         for _ in batches:
             pass
@@ -197,7 +197,7 @@ def test_unreadable_metadata_stops_expiry_before_anything_is_deleted(catalog: pc
     snapshot = table.snapshot(3)
     (Path(table.path) / "manifest" / snapshot.delta_manifest_list).write_bytes(b"not avro")
     with pytest.raises(pc.PaimonError):
-        table.expire_snapshots(dry_run=False, older_than_ms=now_ms(), retain_min=1)
+        table.expire_snapshots(dry_run=False, older_than=now_ms(), retain_min=1)
     assert on_disk(table) == before
 
 
@@ -206,7 +206,7 @@ def test_changelog_outlives_its_snapshots_when_its_retention_is_longer(catalog: 
     history(table, 6)
     everything = table.read_changes()
     latest = table.latest_snapshot().id
-    done = table.expire_snapshots(dry_run=False, older_than_ms=now_ms())
+    done = table.expire_snapshots(dry_run=False, older_than=now_ms())
     assert done.snapshots == tuple(range(1, latest - 1)) and done.changelogs_kept == done.snapshots
     assert not done.changelog_files  # kept for streams
     assert [s.id for s in table.snapshots()] == [latest - 1, latest]
@@ -217,7 +217,7 @@ def test_changelog_outlives_its_snapshots_when_its_retention_is_longer(catalog: 
         everything.num_rows
     assert on_disk(table) == reachable(table)
 
-    again = table.expire_snapshots(dry_run=False, older_than_ms=now_ms())  # now changelog retention applies
+    again = table.expire_snapshots(dry_run=False, older_than=now_ms())  # now changelog retention applies
     assert again.changelogs_expired == tuple(range(1, latest - 5)) and again.changelog_files
     assert sorted(int(p.name.split("-")[1]) for p in (Path(table.path) / "changelog").glob("changelog-*")) == \
         list(range(latest - 5, latest - 1))
@@ -225,7 +225,7 @@ def test_changelog_outlives_its_snapshots_when_its_retention_is_longer(catalog: 
     assert table.read_changes(latest - 6).num_rows == table.read_changes().num_rows > 0
     with pytest.raises(SnapshotNotFoundError, match="expired"):
         table.read_changes(1)
-    table.remove_orphan_files(older_than_ms=now_ms(), dry_run=False, force=True)
+    table.remove_orphan_files(older_than=now_ms(), dry_run=False, force=True)
     assert on_disk(table) == reachable(table)
 
 
@@ -233,7 +233,7 @@ def test_expiry_refuses_to_drop_changelog_that_is_data_files(catalog: pc.Catalog
     table = pk_table(catalog, **{"changelog.num-retained.min": "50", "changelog-producer": "none"})
     history(table, 3)
     with pytest.raises(UnsupportedFeatureError, match="changelog-producer none"):
-        table.expire_snapshots(older_than_ms=now_ms(), retain_min=1)
+        table.expire_snapshots(older_than=now_ms(), retain_min=1)
 
 
 def test_cli_expires_and_tags(catalog: pc.Catalog, capsys: Any) -> None:
@@ -285,12 +285,12 @@ def test_orphan_cleanup_removes_exactly_the_unreferenced_files(catalog: pc.Catal
 
     assert table.remove_orphan_files().orphans == ()  # the default window: a day old, and these are fresh
     with pytest.raises(OptionError, match="force"):
-        table.remove_orphan_files(older_than_ms=now_ms())
-    dry = table.remove_orphan_files(older_than_ms=now_ms(), force=True)
+        table.remove_orphan_files(older_than=now_ms())
+    dry = table.remove_orphan_files(older_than=now_ms(), force=True)
     assert dry.dry_run and {str(Path(p).relative_to(root)) for p in dry.orphans} == leftovers
     assert on_disk(table) - reachable(table) == leftovers
 
-    done = table.remove_orphan_files(older_than_ms=now_ms(), dry_run=False, force=True)
+    done = table.remove_orphan_files(older_than=now_ms(), dry_run=False, force=True)
     assert len(done.orphans) == len(leftovers) and done.bytes > 0
     assert on_disk(table) == reachable(table)
     assert_reads(table, {i: s for i, s in states.items() if i <= 7})
@@ -303,7 +303,7 @@ def test_orphan_cleanup_stops_on_unreadable_metadata(catalog: pc.Catalog) -> Non
     (Path(table.path) / "manifest" / table.snapshot(2).delta_manifest_list).write_bytes(b"not avro")
     before = on_disk(table)
     with pytest.raises(pc.PaimonError):
-        table.remove_orphan_files(older_than_ms=now_ms(), dry_run=False, force=True)
+        table.remove_orphan_files(older_than=now_ms(), dry_run=False, force=True)
     assert on_disk(table) == before
 
 
@@ -353,11 +353,11 @@ def test_idle_consumers_stop_pinning_snapshots(catalog: pc.Catalog) -> None:
     history(table, 5)
     table.stream("from-snapshot", snapshot_id=2, consumer_id="idle").checkpoint()
     table.stream("from-snapshot", snapshot_id=4, consumer_id="busy").checkpoint()
-    assert table.expire_snapshots(older_than_ms=now_ms(), retain_min=1).snapshots == (1,)
+    assert table.expire_snapshots(older_than=now_ms(), retain_min=1).snapshots == (1,)
     consumer_file = Path(table.path) / "consumer" / "consumer-idle"
     two_hours_ago = time.time() - 7200
     os.utime(consumer_file, (two_hours_ago, two_hours_ago))
-    done = table.expire_snapshots(dry_run=False, older_than_ms=now_ms(), retain_min=1)
+    done = table.expire_snapshots(dry_run=False, older_than=now_ms(), retain_min=1)
     assert done.snapshots == (1, 2, 3) and done.stale_consumers == ("idle",)
     assert [c.consumer_id for c in table.consumers()] == ["busy"]
 
@@ -400,3 +400,13 @@ def test_a_commit_landing_during_orphan_cleanup_keeps_its_files(catalog: pc.Cata
     assert not {str(Path(p).relative_to(Path(table.path))) for p in result.orphans} & in_flight
     assert sorted(r["k"] for r in table.read().to_pylist()) == list(range(50)) + list(range(100, 400))
     assert on_disk(table) == reachable(table)
+
+
+def test_older_than_takes_a_datetime(catalog: pc.Catalog) -> None:
+    import datetime as dt
+
+    table = pk_table(catalog, "d")
+    history(table, 3)
+    later = dt.datetime.now() + dt.timedelta(seconds=1)
+    assert table.expire_snapshots(older_than=later, retain_min=1).snapshots
+    assert table.expire_snapshots(older_than=dt.datetime(2000, 1, 1), retain_min=1).snapshots == ()

@@ -69,11 +69,11 @@ def step(table: pc.Table, model: Model, number: int, op: str, salt: int) -> None
         table.delete_tag(name)
         del model.tags[name]
     elif op == "expire":
-        done = table.expire_snapshots(dry_run=False, older_than_ms=now_ms(), retain_min=1 + salt % 4)
+        done = table.expire_snapshots(dry_run=False, older_than=now_ms(), retain_min=1 + salt % 4)
         for snapshot_id in done.snapshots:
             del model.snapshots[snapshot_id]
     elif op == "orphans":
-        table.remove_orphan_files(older_than_ms=now_ms(), dry_run=False, force=True)
+        table.remove_orphan_files(older_than=now_ms(), dry_run=False, force=True)
         leaked = on_disk(table) - reachable(table)
         assert not leaked, f"orphan cleanup left unreferenced files: {sorted(leaked)[:5]}"
     elif op == "rollback" and model.snapshots:

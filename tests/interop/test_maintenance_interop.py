@@ -34,7 +34,7 @@ def new_table(warehouse: Path, name: str, **options: str) -> pc.Table:
 def test_pypaimon_reads_after_our_expiry_and_tags(tmp_path: Path, oracle: Oracle) -> None:
     table = new_table(tmp_path, "t")
     table.create_tag("mid", 5)
-    done = table.expire_snapshots(dry_run=False, older_than_ms=now_ms(), retain_min=3)
+    done = table.expire_snapshots(dry_run=False, older_than=now_ms(), retain_min=3)
     assert done.data_files and done.earliest_after == table.snapshots()[0].id
     retained = [s.id for s in table.snapshots()]
     theirs = oracle.read_snapshots(tmp_path, "db.t", retained)
@@ -54,7 +54,7 @@ def test_pypaimon_reads_after_our_rollbacks(tmp_path: Path, oracle: Oracle) -> N
     out = str(tmp_path / "after")
     oracle.run(tmp_path, [{"op": "read", "table": "db.r", "out": out}])
     assert canonical(oracle.load(out)) == canonical(table.read(snapshot_id=6))
-    table.expire_snapshots(dry_run=False, older_than_ms=now_ms(), retain_min=1)
+    table.expire_snapshots(dry_run=False, older_than=now_ms(), retain_min=1)
     table.rollback_to("early")  # its snapshot expired: restored from the tag
     assert [s.id for s in table.snapshots()] == [2]
     oracle.run(tmp_path, [{"op": "read", "table": "db.r", "out": out}])
@@ -72,7 +72,7 @@ def test_our_expiry_keeps_what_a_pypaimon_tag_needs(tmp_path: Path, oracle: Orac
     table = pc.Catalog(str(tmp_path)).get_table("db.w")
     expected = canonical(table.read(tag="theirs"))
     table.compact(full=True)
-    table.expire_snapshots(dry_run=False, older_than_ms=now_ms(), retain_min=1)
+    table.expire_snapshots(dry_run=False, older_than=now_ms(), retain_min=1)
     assert len(table.snapshots()) == 1 and canonical(table.read(tag="theirs")) == expected
     out = str(tmp_path / "tag")
     oracle.run(tmp_path, [{"op": "read", "table": "db.w", "tag": "theirs", "out": out}])
