@@ -73,6 +73,7 @@ import datetime as dt_
 import os
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -532,35 +533,34 @@ def paimon_remove_orphan_files_job() -> None:
 # ---- schedules ------------------------------------------------------------------------------
 
 
-def expire_schedule(spec: CompactedTable) -> dg.ScheduleDefinition:
-    """``expire_snapshots_<db>_<table>``: the table's expiry with its own retention."""
+def _maintenance_schedule(spec: CompactedTable, *, name: str, cron: str, job: dg.JobDefinition,
+                          run_config: Callable[[str], dict[str, Any]], description: str) -> dg.ScheduleDefinition:
+    """A RUNNING schedule of one maintenance job for ``spec``'s table (skipped until it exists)."""
 
-    @dg.schedule(name=f"expire_snapshots_{spec.name}", cron_schedule=expire_cron(spec),
-                 job=paimon_expire_snapshots_job, execution_timezone="UTC",
-                 default_status=dg.DefaultScheduleStatus.RUNNING,
-                 description=f"Expire {spec.table}'s snapshots beyond its retention (snapshot.num-retained.*, "
-                 "snapshot.time-retained); RUNNING by default: it deletes only what the retention allows.")
+    @dg.schedule(name=name, cron_schedule=cron, job=job, execution_timezone="UTC",
+                 default_status=dg.DefaultScheduleStatus.RUNNING, description=description)
     def _schedule(context: dg.ScheduleEvaluationContext,
                   catalog: PaimonCatalogResource) -> dg.RunRequest | dg.SkipReason:
         if table_or_none(catalog, spec.table) is None:
             return dg.SkipReason(f"{spec.table} does not exist yet")
-        return dg.RunRequest(run_config=expire_run_config(spec.table), tags=maintenance_tags(spec.table))
+        return dg.RunRequest(run_config=run_config(spec.table), tags=maintenance_tags(spec.table))
 
     return _schedule
+
+
+def expire_schedule(spec: CompactedTable) -> dg.ScheduleDefinition:
+    """``expire_snapshots_<db>_<table>``: the table's expiry with its own retention."""
+    return _maintenance_schedule(
+        spec, name=f"expire_snapshots_{spec.name}", cron=expire_cron(spec), job=paimon_expire_snapshots_job,
+        run_config=expire_run_config,
+        description=f"Expire {spec.table}'s snapshots beyond its retention (snapshot.num-retained.*, "
+        "snapshot.time-retained); RUNNING by default: it deletes only what the retention allows.")
 
 
 def orphans_schedule(spec: CompactedTable) -> dg.ScheduleDefinition:
     """``remove_orphan_files_<db>_<table>``: the table's orphan cleanup with the one-day window."""
-
-    @dg.schedule(name=f"remove_orphan_files_{spec.name}", cron_schedule=orphans_cron(spec),
-                 job=paimon_remove_orphan_files_job, execution_timezone="UTC",
-                 default_status=dg.DefaultScheduleStatus.RUNNING,
-                 description=f"Delete {spec.table}'s files that no snapshot or tag references and that are "
-                 "older than a day; RUNNING by default: it changes nothing a reader sees.")
-    def _schedule(context: dg.ScheduleEvaluationContext,
-                  catalog: PaimonCatalogResource) -> dg.RunRequest | dg.SkipReason:
-        if table_or_none(catalog, spec.table) is None:
-            return dg.SkipReason(f"{spec.table} does not exist yet")
-        return dg.RunRequest(run_config=orphans_run_config(spec.table), tags=maintenance_tags(spec.table))
-
-    return _schedule
+    return _maintenance_schedule(
+        spec, name=f"remove_orphan_files_{spec.name}", cron=orphans_cron(spec), job=paimon_remove_orphan_files_job,
+        run_config=orphans_run_config,
+        description=f"Delete {spec.table}'s files that no snapshot or tag references and that are older than a "
+        "day; RUNNING by default: it changes nothing a reader sees.")
