@@ -16,19 +16,17 @@ extra sorted runs). Everything is columnar, on the merge's key groups.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_core.columnar import int64_array
+from paimon_core.compaction.merge_tree import ChangelogMode
 from paimon_core.keyvalue import DELETE, INSERT, SEQUENCE_NUMBER, UPDATE_AFTER, UPDATE_BEFORE, VALUE_KIND
 from paimon_core.merge.engine import MergeEngine, any_where, last_where
 from paimon_core.merge.lookup import LEVEL, levels_of, lookup_inputs, newest_high_level, select_rows
 from paimon_core.merge.sort import Groups, key_groups
-
-Producer = Literal["full", "lookup"]
 
 
 def _is_add(kinds: np.ndarray) -> np.ndarray:
@@ -106,7 +104,7 @@ class CompactionChangelog(MergeEngine):
     keys found only in the deeper runs are not part of the output.
     """
 
-    def __init__(self, inner: MergeEngine, *, producer: Producer, output_level: int, lookup_merge: bool,
+    def __init__(self, inner: MergeEngine, *, producer: ChangelogMode, output_level: int, lookup_merge: bool,
                  compare_columns: Sequence[str] | None) -> None:
         self.inner = inner
         self.name = inner.name

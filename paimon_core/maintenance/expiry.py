@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from paimon_core.consumer import Consumer, ConsumerStore
 from paimon_core.errors import OptionError, UnsupportedFeatureError
 from paimon_core.maintenance.reachable import References, manifest_lists
-from paimon_core.manifest import ADD, DELETE, ManifestEntry, ManifestFileMeta, read_index_manifest
+from paimon_core.manifest import ADD, DELETE, ManifestEntry, ManifestFileMeta
 from paimon_core.options import TableOptions
 from paimon_core.read.scan import PartitionDecoder, live_entries, read_entries
 from paimon_core.snapshot import ChangeHistory, ChangelogStore, Snapshot
@@ -320,16 +320,10 @@ class SnapshotExpiry:
                     for path in self._data_path(entry):
                         out.add(path, entry.file.file_size)
 
-    def _index_entries(self, snapshot: Snapshot) -> list[tuple[str, int]]:
-        if snapshot.index_manifest is None:
-            return []
-        entries = read_index_manifest(self.file_io, self.paths.manifest_file(snapshot.index_manifest))
-        return [(e.file_name, e.file_size) for e in entries if e.kind == ADD]
-
     def _plan_index(self, expiring: Sequence[Snapshot], keep: Sequence[Snapshot], out: _Files) -> None:
-        kept = {name for snapshot in keep for name, _ in self._index_entries(snapshot)}
+        kept = {name for snapshot in keep for name, _ in self.references.index_files(snapshot)}
         for snapshot in expiring:
-            for name, size in self._index_entries(snapshot):
+            for name, size in self.references.index_files(snapshot):
                 if name not in kept:
                     out.add(self.paths.index_file(name), size)
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from paimon_core.errors import MissingFileError, OptionError, SnapshotNotFoundError
 from paimon_core.fileio import FileStatus
 from paimon_core.maintenance.reachable import References
-from paimon_core.snapshot import Snapshot
+from paimon_core.snapshot import ChangelogStore, Snapshot
 from paimon_core.tags import TagStore
 
 if TYPE_CHECKING:
@@ -63,7 +63,6 @@ class OrphanFilesClean:
         self.table = table
         self.file_io = table.file_io
         self.paths = table.paths
-        self.changelogs_dir = f"{table.paths.root}/changelog"
 
     def run(self, *, older_than_ms: int | None = None, dry_run: bool = True, force: bool = False) -> OrphanFiles:
         started = time.monotonic()
@@ -112,28 +111,29 @@ class OrphanFilesClean:
     def _used_names(self) -> set[str]:
         references = References(self.file_io, self.paths)
         used: set[str] = set()
-        for source, snapshot in self._referencing_snapshots():
+        for source, snapshot, changelog_only in self._referencing_snapshots():
             try:
-                used |= references.names(snapshot, changelog_only=source.startswith(self.changelogs_dir))
+                used |= references.names(snapshot, changelog_only=changelog_only)
             except MissingFileError:
                 if self.file_io.exists(source):
                     raise  # the snapshot is there but its metadata is not: never guess
                 log.info("%s vanished while it was read (expired or rolled back); skipped", source)
         return used
 
-    def _referencing_snapshots(self) -> Iterator[tuple[str, Snapshot]]:
-        """Every snapshot, tag and long-lived changelog, with the file it was read from."""
+    def _referencing_snapshots(self) -> Iterator[tuple[str, Snapshot, bool]]:
+        """Every snapshot, tag and long-lived changelog, with the file it was read from and whether
+        only its changelog remains (a long-lived changelog)."""
         store = self.table.snapshot_store
         for snapshot_id in store.snapshot_ids():
             try:
-                yield self.paths.snapshot_file(snapshot_id), store.snapshot(snapshot_id)
+                yield self.paths.snapshot_file(snapshot_id), store.snapshot(snapshot_id), False
             except SnapshotNotFoundError:
                 continue  # expired or rolled back while listing
         for tag in TagStore(self.file_io, self.paths, self.table.name).tags():
-            yield self.paths.tag_file(tag.name), tag.snapshot
-        for status in self.file_io.list_dir(self.changelogs_dir):
-            if re.match(r"^changelog-\d+$", status.name):
-                try:
-                    yield status.path, Snapshot.from_json(self.file_io.read_bytes(status.path), source=status.path)
-                except FileNotFoundError:
-                    continue
+            yield self.paths.tag_file(tag.name), tag.snapshot, False
+        changelogs = ChangelogStore(self.file_io, self.paths, self.table.name)
+        for changelog_id in changelogs.snapshot_ids():
+            try:
+                yield changelogs.file(changelog_id), changelogs.snapshot(changelog_id), True
+            except SnapshotNotFoundError:
+                continue  # expired while listing

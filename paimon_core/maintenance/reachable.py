@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from paimon_core.fileio import FileIO
 from paimon_core.layout import TablePaths
-from paimon_core.manifest import ManifestFileMeta, read_index_manifest, read_manifest, read_manifest_list
+from paimon_core.manifest import ADD, ManifestFileMeta, read_index_manifest, read_manifest, read_manifest_list
 from paimon_core.snapshot import Snapshot
 
 
@@ -24,11 +24,22 @@ class References:
         self.paths = paths
         self._lists: dict[str, list[ManifestFileMeta]] = {}
         self._manifests: dict[str, set[str]] = {}
+        self._indexes: dict[str, list[tuple[str, int]]] = {}
 
     def manifests(self, list_name: str) -> list[ManifestFileMeta]:
         if list_name not in self._lists:
             self._lists[list_name] = read_manifest_list(self.file_io, self.paths.manifest_file(list_name))
         return self._lists[list_name]
+
+    def index_files(self, snapshot: Snapshot) -> list[tuple[str, int]]:
+        """Names and sizes of the index files ``snapshot``'s index manifest lists (snapshots share it)."""
+        name = snapshot.index_manifest
+        if name is None:
+            return []
+        if name not in self._indexes:
+            entries = read_index_manifest(self.file_io, self.paths.manifest_file(name))
+            self._indexes[name] = [(e.file_name, e.file_size) for e in entries if e.kind == ADD]
+        return self._indexes[name]
 
     def _files_of(self, manifest: str) -> set[str]:
         if manifest not in self._manifests:
@@ -52,8 +63,7 @@ class References:
                 used |= self._files_of(meta.file_name)
         if snapshot.index_manifest is not None and not changelog_only:
             used.add(snapshot.index_manifest)
-            entries = read_index_manifest(self.file_io, self.paths.manifest_file(snapshot.index_manifest))
-            used.update(e.file_name for e in entries)
+            used.update(name for name, _ in self.index_files(snapshot))
         if snapshot.statistics is not None and not changelog_only:
             used.add(snapshot.statistics)
         return used
