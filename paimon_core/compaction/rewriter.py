@@ -180,11 +180,16 @@ class MergeTreeRewriter(_TableFiles):
     def _changelog(self, partition: Partition, bucket: int, task: TaskPlan, output: _Output) -> _Changelog | None:
         if task.changelog is None:
             return None
-        key_fields = self.layout.key_fields()
-        writer = output.track(self.writer(
-            partition, bucket, file_schema=self.layout.file_schema(), content=lambda: KeyValueContent(key_fields),
-            level=task.output_level, primary_key=True, changelog=True))
+        writer = output.track(self._kv_writer(partition, bucket, task.output_level, changelog=True))
         return _Changelog(writer, self.layout, min(ROW_GROUP_BYTES, self.memory_budget))
+
+    def _kv_writer(self, partition: Partition, bucket: int, level: int, *, changelog: bool = False
+                   ) -> RollingFileWriter:
+        """A rolling writer of key-value files (data or changelog) at ``level``."""
+        key_fields = self.layout.key_fields()
+        return self.writer(partition, bucket, file_schema=self.layout.file_schema(),
+                           content=lambda: KeyValueContent(key_fields), level=level, primary_key=True,
+                           changelog=changelog)
 
     def _insert_all(self, split: DataSplit, meta: DataFileMeta, changelog: _Changelog) -> None:
         """A file moved up into the max level adds its keys (none of them was there before)."""
@@ -197,11 +202,7 @@ class MergeTreeRewriter(_TableFiles):
 
     def _rewrite(self, partition: Partition, split: DataSplit, files: Sequence[DataFileMeta], task: TaskPlan,
                  output: _Output, deletions: Deletions, changelog: _Changelog | None) -> list[DataFileMeta]:
-        key_fields = self.layout.key_fields()
-        writer = output.track(self.writer(
-            partition, split.bucket,
-            file_schema=self.layout.file_schema(), content=lambda: KeyValueContent(key_fields),
-            level=task.output_level, primary_key=True))
+        writer = output.track(self._kv_writer(partition, split.bucket, task.output_level))
         deeper = self._overlapping(files, task.lookup_files)
         known = None
         if task.lookup_mode == "drop-new" and deeper:

@@ -156,6 +156,15 @@ class SnapshotExpiry:
         self._partition_paths: dict[bytes, str] = {}
         self.references = References(self.file_io, self.paths)
         self.changelogs = ChangelogStore(self.file_io, self.paths, table.name)
+        self._history = ChangeHistory(self.store, self.changelogs)
+        self._read: dict[int, Snapshot] = {}
+
+    def _snapshot(self, snapshot_id: int) -> Snapshot:
+        """A snapshot (or long-lived changelog), read once per expiry: the retention rule and the
+        plan look at the same ones."""
+        if snapshot_id not in self._read:
+            self._read[snapshot_id] = self._history.snapshot(snapshot_id)
+        return self._read[snapshot_id]
 
     def retention(self, *, older_than_ms: int | None = None, retain_min: int | None = None,
                   retain_max: int | None = None, limit: int | None = None) -> Retention:
@@ -184,7 +193,7 @@ class SnapshotExpiry:
         consumers = self.table.consumers()
         stale = self._stale_consumers(consumers)
         consumer_next = min((c.next_snapshot for c in consumers if c.consumer_id not in stale), default=None)
-        end = expiry_end(earliest, latest, retention, time_of=lambda i: self.store.snapshot(i).time_millis,
+        end = expiry_end(earliest, latest, retention, time_of=lambda i: self._snapshot(i).time_millis,
                          consumer_next=consumer_next)
         data, changelog, index, metadata = _Files(), _Files(), _Files(), _Files()
         long_lived = self._plan_long_lived(max(end, earliest), latest, consumer_next, changelog_older_than_ms,
@@ -194,9 +203,9 @@ class SnapshotExpiry:
                               metadata_files=metadata.paths(), bytes=changelog.bytes, dry_run=True,
                               duration_s=time.monotonic() - started, stale_consumers=stale,
                               changelogs_expired=long_lived)
-        expiring = [self.store.snapshot(i) for i in range(earliest, end)]
+        expiring = [self._snapshot(i) for i in range(earliest, end)]
         tags = [t.snapshot for t in TagStore(self.file_io, self.paths, name).tags()]
-        keep = [self.store.snapshot(end), *tags]
+        keep = [self._snapshot(end), *tags]
         self._plan_data(expiring[1:] + keep[:1], keep, data)
         tagged = {t.id for t in tags}  # a tag keeps its snapshot whole, changelog included
         for snapshot in expiring:
@@ -216,15 +225,14 @@ class SnapshotExpiry:
         earliest = self.changelogs.earliest_id()
         if earliest is None:
             return ()
-        history = ChangeHistory(self.store, self.changelogs)
         retention = changelog_retention(self.table.options, int(time.time() * 1000))
         if older_than_ms is not None:
             retention = replace(retention, keep_after_ms=older_than_ms)
-        end = min(expiry_end(earliest, latest, retention, time_of=lambda i: history.snapshot(i).time_millis,
+        end = min(expiry_end(earliest, latest, retention, time_of=lambda i: self._snapshot(i).time_millis,
                              consumer_next=consumer_next), earliest_snapshot)
         expired = tuple(i for i in range(earliest, end) if self.changelogs.exists(i))
         for changelog_id in expired:
-            snapshot = self.changelogs.snapshot(changelog_id)
+            snapshot = self._snapshot(changelog_id)
             self._plan_changelog(snapshot, changelog)
             if snapshot.changelog_manifest_list is not None:
                 metadata.add(self.paths.manifest_file(snapshot.changelog_manifest_list))
