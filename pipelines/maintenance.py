@@ -111,11 +111,16 @@ ORPHAN_KINDS = {"manifest": "manifest", "index": "index", "statistics": "statist
 # ---- configuration --------------------------------------------------------------------------
 
 
-class ExpireSnapshotsConfig(dg.Config):
-    """Which table to expire, and overrides of its retention options."""
+class MaintenanceConfig(dg.Config):
+    """What both maintenance jobs take: the table, and whether to only list what would go."""
 
     table: str = Field(description="The table, as db.table (e.g. shop.orders).")
-    dry_run: bool = Field(default=False, description="Only plan: list what would be deleted, delete nothing.")
+    dry_run: bool = Field(default=False, description="Only list what would be deleted, delete nothing.")
+
+
+class ExpireSnapshotsConfig(MaintenanceConfig):
+    """Which table to expire, and overrides of its retention options."""
+
     older_than: str | None = Field(
         default=None,
         description="Keep every snapshot that was current at or after this time: 'now' or an ISO-8601 "
@@ -129,11 +134,9 @@ class ExpireSnapshotsConfig(dg.Config):
                                     description="Override snapshot.expire.limit (most expired in one run).")
 
 
-class RemoveOrphanFilesConfig(dg.Config):
+class RemoveOrphanFilesConfig(MaintenanceConfig):
     """Which table to clean, and how old an unreferenced file must be."""
 
-    table: str = Field(description="The table, as db.table (e.g. shop.orders).")
-    dry_run: bool = Field(default=False, description="Only list the orphans, delete nothing.")
     older_than: str | None = Field(
         default=None,
         description="Only files last modified before this time are candidates: 'now' or an ISO-8601 "
