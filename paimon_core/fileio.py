@@ -12,7 +12,9 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import shutil
 import uuid
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +26,10 @@ import pyarrow.fs as pafs
 from paimon_core.errors import FileIOError, UnsupportedFeatureError
 
 log = logging.getLogger(__name__)
+
+OBJECT_STORE_PROTOCOLS = ("s3", "s3a")
+# Filesystems whose conditional create was probed (fsspec caches instances, so once per process).
+_VERIFIED_STORES: weakref.WeakSet[fsspec.AbstractFileSystem] = weakref.WeakSet()
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +80,11 @@ class FileIO:
         """Resolve ``uri`` (a local path, ``file://`` or any fsspec URL) to a FileIO and path."""
         if "://" not in uri:
             uri = os.path.abspath(os.path.expanduser(uri))
-        fs, path = fsspec.core.url_to_fs(uri, **dict(storage_options or {}))
+        options = dict(storage_options or {})
+        if uri.split("://", 1)[0] in OBJECT_STORE_PROTOCOLS:
+            # A cached listing would hide snapshots and files other writers just created.
+            options["use_listings_cache"] = False
+        fs, path = fsspec.core.url_to_fs(uri, **options)
         return cls(fs), path.rstrip("/") or "/"
 
     def to_path(self, uri: str) -> str:
@@ -154,14 +164,17 @@ class FileIO:
     # ----------------------------------------------------------------------------------
 
     def mkdirs(self, path: str) -> None:
+        """A directory that exists even while empty (object stores get a ``path/`` marker, as
+        Hadoop's S3A and pyarrow write, so an empty database is still listed)."""
         if self.is_local:
             os.makedirs(path, exist_ok=True)
-        else:
-            self.fs.makedirs(path, exist_ok=True)
+        elif not self.fs.exists(path):
+            self.fs.pipe_file(path.rstrip("/") + "/", b"")
 
     def open_output(self, path: str) -> pa.NativeFile:
-        """A new file to stream into (parent directories are created)."""
-        self.mkdirs(path.rsplit("/", 1)[0])
+        """A new file to stream into (local parent directories are created)."""
+        if self.is_local:
+            os.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
         return self.arrow_fs.open_output_stream(path)
 
     def write_bytes(self, path: str, data: bytes) -> None:
@@ -182,7 +195,9 @@ class FileIO:
         """Atomically create ``path`` with ``data`` unless it exists.
 
         Returns:
-            True when this call created the file, False when it already existed.
+            True when the file now holds ``data`` because of this call (or an earlier attempt of
+            it whose answer was lost: a create retried by the S3 client finds its own object and
+            gets 412), False when another writer's file is there.
 
         Raises:
             FileIOError: the storage failed; the file may or may not exist afterwards.
@@ -190,7 +205,7 @@ class FileIO:
         """
         if self.is_local:
             return self._create_local(path, data)
-        if self.protocol in ("s3", "s3a"):
+        if self.protocol in OBJECT_STORE_PROTOCOLS:
             return self._create_s3(path, data)
         raise UnsupportedFeatureError(
             f"storage protocol {self.protocol!r} offers no atomic create-if-absent; commits to "
@@ -205,7 +220,7 @@ class FileIO:
             os.link(tmp, path)
         except FileExistsError as exc:
             if path in (exc.filename, exc.filename2):
-                return False
+                return self._holds(path, data)
             raise FileIOError(f"creating {path} failed: {exc}") from exc
         except OSError as exc:
             if exc.errno in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
@@ -219,15 +234,49 @@ class FileIO:
         return True
 
     def _create_s3(self, path: str, data: bytes) -> bool:
+        """One conditional PUT. A 412 is a conflict only if the object holds other bytes: a
+        request retried after its response was lost finds its own object and reports 412."""
+        self._verify_atomic_create(path.rsplit("/", 1)[0])
+        return self._put_if_absent(path, data) or self._holds(path, data)
+
+    def _holds(self, path: str, data: bytes) -> bool:
+        """After a refused create: whether the file has our bytes (an earlier attempt of ours)."""
+        try:
+            return self.read_bytes(path) == data
+        except FileNotFoundError:
+            return False  # deleted since (expiry): someone else's, long settled
+        except OSError as exc:
+            raise FileIOError(f"creating {self.uri(path)}: reading it back after a conflict failed: "
+                              f"{exc}") from exc
+
+    def _put_if_absent(self, path: str, data: bytes) -> bool:
+        """False on 412, whatever exception type the server's reply makes s3fs raise."""
         try:
             self.fs.pipe_file(path, data, mode="create")
-        except FileExistsError:
-            return False
         except OSError as exc:
-            if _is_precondition_failure(exc):
+            if isinstance(exc, FileExistsError) or _is_precondition_failure(exc):
                 return False
             raise FileIOError(f"creating {self.uri(path)} failed: {exc}") from exc
         return True
+
+    def _verify_atomic_create(self, directory: str) -> None:
+        """Once per filesystem: refuse to commit to a store that ignores ``If-None-Match``
+        (it would silently overwrite a concurrent writer's snapshot)."""
+        if self.fs in _VERIFIED_STORES:
+            return
+        probe = f"{directory}/.create-probe-{uuid.uuid4()}"
+        try:
+            first = self._put_if_absent(probe, b"1")
+            second = self._put_if_absent(probe, b"2")
+        finally:
+            self.delete_quietly(probe)
+        if not first or second:
+            raise UnsupportedFeatureError(
+                f"the object store behind {self.uri(directory)} does not honour conditional writes "
+                "(If-None-Match: *): a second create of the same key "
+                f"{'succeeded' if second else 'failed before the first'}; committing there could "
+                "silently lose concurrent commits, so it is refused")
+        _VERIFIED_STORES.add(self.fs)
 
     @staticmethod
     def _temp_path(path: str) -> str:
@@ -269,10 +318,24 @@ class FileIO:
 
     def delete_dir(self, path: str) -> None:
         """Delete a directory tree; an absent directory is fine."""
+        if self.is_local:
+            try:
+                shutil.rmtree(path)
+            except FileNotFoundError:
+                pass
+            return
         try:
+            dirs = [d for d, info in self.fs.find(path, withdirs=True, detail=True).items()
+                    if info.get("type") == "directory"]
             self.fs.rm(path, recursive=True)
         except FileNotFoundError:
-            pass
+            return
+        # Stores with real directories (SeaweedFS) keep the emptied ones: remove them deepest first.
+        for directory in sorted({*dirs, path}, key=len, reverse=True):
+            try:
+                self.fs.rm_file(directory.rstrip("/") + "/")
+            except FileNotFoundError:
+                pass
 
 
 def _unlink_quietly(path: str) -> None:

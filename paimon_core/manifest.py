@@ -331,7 +331,6 @@ def _write_records(file_io: FileIO, path: str, schema: Any, records: Iterable[di
     buffer = io.BytesIO()
     fastavro.writer(buffer, schema, records, codec=_CODECS[compression], sync_interval=16000)
     data = buffer.getvalue()
-    file_io.mkdirs(path.rsplit("/", 1)[0])
     file_io.write_bytes(path, data)
     return len(data)
 
