@@ -32,8 +32,9 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
+# The storage tests need S3: SeaweedFS and moto are started on 127.0.0.1 and stopped by PID.
 test: venv oracle lint
-	$(BIN)/pytest
+	tests/s3/with_servers.sh $(BIN)/python $(BIN)/pytest
 
 bench: venv oracle
 	$(BIN)/python benchmarks/append_bench.py

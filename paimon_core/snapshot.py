@@ -21,6 +21,8 @@ log = logging.getLogger(__name__)
 
 SNAPSHOT_VERSION = 3
 BATCH_COMMIT_IDENTIFIER = 2**63 - 1
+# How far a stale LATEST hint is followed by existence checks before listing the directory.
+LATEST_PROBES = 8
 
 
 
@@ -143,9 +145,14 @@ class SnapshotStore:
             return None
 
     def latest_id(self) -> int | None:
+        """The hint, probed forward (a writer may have died between its commit and the hint
+        update, or lost the hint race): existence checks are cheap, listings are not on S3."""
         hint = self._hint(self._latest_hint)
-        if hint is not None and self.exists(hint) and not self.exists(hint + 1):
-            return hint
+        if hint is not None and self.exists(hint):
+            for _ in range(LATEST_PROBES):
+                if not self.exists(hint + 1):
+                    return hint
+                hint += 1
         ids = self.snapshot_ids()
         return ids[-1] if ids else None
 
