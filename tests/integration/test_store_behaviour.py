@@ -229,3 +229,17 @@ def test_wrong_credentials_fail_cleanly(s3_store: Store) -> None:
     assert "not-the-secret" not in str(info.value)
     assert time.monotonic() - started < 30
     assert s3_store.files() == before
+
+
+def test_credentials_from_the_environment(s3_store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No key in the storage options: botocore takes it from the environment, as on AWS."""
+    if s3_store.kind == "moto":
+        pytest.skip("moto does not verify request signatures")
+    options = dict(s3_store.storage_options or {})
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", options.pop("key"))
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", options.pop("secret"))
+    catalog = pc.Catalog(s3_store.warehouse, storage_options=options)
+    catalog.create_database("db")
+    table = catalog.create_table("db.logs", schema=ORDERS)
+    table.write(orders(range(4), 1))
+    assert table.read().num_rows == 4

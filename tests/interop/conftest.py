@@ -42,21 +42,24 @@ class Oracle:
         with pa.memory_map(path) as source:
             return ipc.open_file(source).read_all()
 
-    def run(self, warehouse: Path, steps: list[dict[str, Any]]) -> list[Any]:
+    def run(self, warehouse: Path | str, steps: list[dict[str, Any]],
+            catalog_options: dict[str, str] | None = None) -> list[Any]:
+        """pypaimon's results of ``steps``; ``catalog_options`` e.g. reach an S3 endpoint."""
         spec, result = self._path(".json"), self._path(".result.json")
-        spec.write_text(json.dumps({"warehouse": str(warehouse), "steps": steps}))
+        spec.write_text(json.dumps({"warehouse": str(warehouse), "steps": steps,
+                                    "catalog_options": catalog_options or {}}))
         proc = subprocess.run([str(self.python), str(DRIVER), str(spec), str(result)],
                               capture_output=True, text=True, timeout=600, check=False)
         if proc.returncode != 0:
             raise AssertionError(f"pypaimon failed:\n{proc.stderr[-4000:]}")
         return list(json.loads(result.read_text()))
 
-    def read_snapshots(self, warehouse: Path, table: str, snapshot_ids: list[int],
-                       **options: Any) -> dict[int, pa.Table]:
+    def read_snapshots(self, warehouse: Path | str, table: str, snapshot_ids: list[int],
+                       catalog_options: dict[str, str] | None = None, **options: Any) -> dict[int, pa.Table]:
         """pypaimon's read of ``table`` at each snapshot id."""
         outs = {sid: str(self._path(".arrow")) for sid in snapshot_ids}
         self.run(warehouse, [{"op": "read", "table": table, "snapshot_id": sid, "out": out, **options}
-                             for sid, out in outs.items()])
+                             for sid, out in outs.items()], catalog_options)
         return {sid: self.load(out) for sid, out in outs.items()}
 
 

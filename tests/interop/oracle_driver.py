@@ -165,7 +165,7 @@ def run_step(catalog: Any, step: dict[str, Any]) -> Any:
 def main() -> None:
     with open(sys.argv[1]) as f:
         spec = json.load(f)
-    catalog = CatalogFactory.create({"warehouse": spec["warehouse"]})
+    catalog = CatalogFactory.create({"warehouse": spec["warehouse"], **spec.get("catalog_options", {})})
     results = [run_step(catalog, step) for step in spec["steps"]]
     with open(sys.argv[2], "w") as f:
         json.dump(results, f)
