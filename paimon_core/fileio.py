@@ -104,6 +104,21 @@ class FileIO:
             return os.path.exists(path)
         return bool(self.fs.exists(path))
 
+    def file_exists(self, path: str) -> bool:
+        """Whether a file (not a directory) exists: one HEAD on S3, where :meth:`exists` also
+        lists the prefix when the object is missing (the common case when probing for the
+        next snapshot)."""
+        if self.is_local:
+            return os.path.isfile(path)
+        if self.protocol not in OBJECT_STORE_PROTOCOLS:
+            return bool(self.fs.isfile(path))
+        bucket, key, _ = self.fs.split_path(path)
+        try:
+            self.fs.call_s3("head_object", Bucket=bucket, Key=key)
+        except FileNotFoundError:
+            return False
+        return True
+
     def read_bytes(self, path: str) -> bytes:
         """Read a whole file; raises FileNotFoundError when it does not exist."""
         if self.is_local:

@@ -127,7 +127,7 @@ class SnapshotStore:
         return Snapshot.from_json(text, source=path)
 
     def exists(self, snapshot_id: int) -> bool:
-        return self.file_io.exists(self.file(snapshot_id))
+        return self.file_io.file_exists(self.file(snapshot_id))
 
     def snapshot_ids(self) -> list[int]:
         """Every snapshot id present on storage, ascending (a directory listing)."""
