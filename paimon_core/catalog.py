@@ -16,6 +16,7 @@ from paimon_core.errors import (
     DatabaseExistsError,
     DatabaseNotEmptyError,
     DatabaseNotFoundError,
+    FileIOError,
     InvalidNameError,
     SchemaError,
     TableExistsError,
@@ -70,7 +71,12 @@ class Catalog:
             if exist_ok:
                 return
             raise DatabaseExistsError(f"database {name!r} already exists in {self.warehouse}")
-        self.file_io.mkdirs(path)
+        try:
+            self.file_io.mkdirs(path)
+        except FileIOError:
+            raise
+        except OSError as exc:  # e.g. no write permission on the warehouse
+            raise FileIOError(f"creating database {name!r} at {self.file_io.uri(path)} failed: {exc}") from exc
         log.info("created database %s in %s", name, self.warehouse)
 
     def drop_database(self, name: str, *, ignore_missing: bool = False, cascade: bool = False) -> None:
@@ -83,7 +89,16 @@ class Catalog:
         if tables and not cascade:
             raise DatabaseNotEmptyError(f"database {name!r} still holds tables {tables}; "
                                         "pass cascade=True to drop them too")
-        self.file_io.delete_dir(path)
+        self._delete_dir(path, f"database {name!r}")
+
+    def _delete_dir(self, path: str, what: str) -> None:
+        """Delete a database or table directory; a storage failure (no permission) is a typed error."""
+        try:
+            self.file_io.delete_dir(path)
+        except FileIOError:
+            raise
+        except OSError as exc:
+            raise FileIOError(f"dropping {what} at {self.file_io.uri(path)} failed: {exc}") from exc
 
     # ---- tables ---------------------------------------------------------------------------
 
@@ -170,7 +185,7 @@ class Catalog:
             if ignore_missing:
                 return
             raise TableNotFoundError(f"table {ident} does not exist in {self.warehouse}")
-        self.file_io.delete_dir(self._table_path(ident))
+        self._delete_dir(self._table_path(ident), f"table {ident}")
         log.info("dropped table %s", ident)
 
     def alter_table(self, identifier: str, changes: Sequence[SchemaChange]) -> TableSchema:

@@ -7,10 +7,10 @@ import datetime
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from paimon_core.catalog import Catalog
-from paimon_core.errors import PaimonError
+from paimon_core.errors import OptionError, PaimonError
 
 
 def _format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -69,6 +69,8 @@ def cmd_read(catalog: Catalog, args: argparse.Namespace) -> str:
 
 def cmd_changes(catalog: Catalog, args: argparse.Namespace) -> str:
     table = catalog.get_table(args.table)
+    if args.start is not None and args.end is not None and args.start > args.end:
+        raise OptionError(f"changes of table {table.name}: --from {args.start} is after --to {args.end}")
     columns = args.columns.split(",") if args.columns else None
     rows: list[list[object]] = []
     headers: list[str] = ["snapshot"]
@@ -79,6 +81,25 @@ def cmd_changes(catalog: Catalog, args: argparse.Namespace) -> str:
         if len(rows) >= args.limit:
             break
     return _format_table(headers, rows)
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line on stderr (``paimon <command>: error: ...``) and exit code 2,
+    like every other error of the command line (those exit with 1): no usage dump to scroll past."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _snapshot_id(text: str) -> int:
+    """A snapshot id argument: a non-negative integer (ids start at 1; 0 means before the first)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"snapshot id {text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"snapshot id {text!r} must not be negative")
+    return value
 
 
 def _partition_spec(text: str) -> dict[str, str]:
@@ -152,7 +173,7 @@ def cmd_rollback(catalog: Catalog, args: argparse.Namespace) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="paimon", description="Inspect and compact Paimon tables.")
+    parser = _Parser(prog="paimon", description="Inspect and compact Paimon tables.")
     parser.add_argument("--warehouse", default=os.environ.get("PAIMON_WAREHOUSE", "warehouse"),
                         help="warehouse path or URL (default $PAIMON_WAREHOUSE or ./warehouse)")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -174,9 +195,9 @@ def build_parser() -> argparse.ArgumentParser:
     read.set_defaults(run=cmd_read)
     changes = commands.add_parser("changes", help="print what snapshots changed (+I/-U/+U/-D rows)")
     changes.add_argument("table", help="database.table")
-    changes.add_argument("--from", dest="start", type=int, default=None,
+    changes.add_argument("--from", dest="start", type=_snapshot_id, default=None,
                          help="changes after this snapshot (exclusive; default: from the earliest)")
-    changes.add_argument("--to", dest="end", type=int, default=None, help="up to this snapshot (inclusive)")
+    changes.add_argument("--to", dest="end", type=_snapshot_id, default=None, help="up to this snapshot (inclusive)")
     changes.add_argument("--limit", type=int, default=100)
     changes.add_argument("--columns", default=None, help="comma-separated projection")
     changes.set_defaults(run=cmd_changes)
@@ -237,10 +258,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         catalog = Catalog(args.warehouse)
         print(args.run(catalog, args))
-    except PaimonError as exc:
-        print(f"paimon: {exc}", file=sys.stderr)
+    except (PaimonError, OSError) as exc:  # OSError: storage failures not wrapped below (they name the path)
+        print(f"paimon: {_one_line(exc)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _one_line(exc: BaseException) -> str:
+    """The error message on one line (some carry a multi-line detail from a library)."""
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 if __name__ == "__main__":

@@ -97,3 +97,9 @@ class RowKindError(PaimonError, ValueError):
 
 class AggregationOverflowError(PaimonError, ArithmeticError):
     """An aggregate (sum, product) left the range of its column type, as Paimon refuses too."""
+
+
+class CorruptDataFileError(CorruptMetadataError):
+    """A data file (Parquet/ORC) a snapshot references that cannot be decoded (truncated,
+    overwritten with other bytes). A subclass of CorruptMetadataError so callers that stop on
+    corrupt tables catch both; the message names the file and the table."""

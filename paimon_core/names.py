@@ -8,7 +8,9 @@ from paimon_core.errors import InvalidNameError
 
 
 def _bad_reason(name: str, *, path_component: bool) -> str | None:
-    if not isinstance(name, str) or not name:
+    if not isinstance(name, str):
+        return f"it is a {type(name).__name__}, not a string"
+    if not name:
         return "it is empty"
     if any(ord(c) < 0x20 or ord(c) == 0x7F for c in name):
         return "it contains a control character"
@@ -45,11 +47,17 @@ class Identifier:
 
     @staticmethod
     def parse(text: str) -> Identifier:
-        if not isinstance(text, str) or "." not in text:
+        if not isinstance(text, str):
+            raise InvalidNameError(f"table identifier {text!r} is a {type(text).__name__}, not a string "
+                                   "'database.table'")
+        if "." not in text:
             raise InvalidNameError(f"table identifier {text!r} must be 'database.table'")
         database, table = text.split(".", 1)
-        validate_identifier(database, "database")
-        validate_identifier(table, "table")
+        try:
+            validate_identifier(database, "database")
+            validate_identifier(table, "table")
+        except InvalidNameError as exc:  # name what the user typed: '../x' splits into '' and './x'
+            raise InvalidNameError(f"table identifier {text!r}: {exc}") from None
         return Identifier(database, table)
 
     def __str__(self) -> str:

@@ -462,6 +462,52 @@ def _validate_field_option(key: str, text: str, where: str) -> None:
         raise OptionError(f"bad value {text!r} for option {key!r}{where}: {exc}") from None
 
 
+def check_option_keys(options: Mapping[str, Any], *, table: str = "") -> None:
+    """Refuse option keys that are near misses of an option we honour (``buckets``, ``Bucket``,
+    ``write_buffer_size``), given at create or alter.
+
+    Keys we do not know are otherwise kept and written back (other engines' options such as
+    ``sink.parallelism`` belong in the schema too), so a misspelt key would be stored and
+    silently do nothing. A key is a near miss when, after lower-casing and turning ``_`` into
+    ``-``, it is within one edit (two for keys of 10+ characters) of a declared key: no option
+    key of Java Paimon (CoreOptions and the connector options) is that close to one of ours.
+    Schema files read from storage are never checked this way.
+    """
+    known = {spec.key for spec in option_specs()}
+    where = f" of table {table}" if table else ""
+    for key in options:
+        if not isinstance(key, str) or not key.strip():
+            raise OptionError(f"option key {key!r}{where} must be a non-empty string")
+        if key in known or key.startswith("fields."):
+            continue
+        normalized = key.strip().lower().replace("_", "-")
+        near = sorted((distance, candidate) for candidate in known
+                      if (distance := _edit_distance(normalized, candidate, 2 if len(candidate) >= 10 else 1))
+                      <= (2 if len(candidate) >= 10 else 1))
+        if near:
+            raise OptionError(f"unknown option {key!r}{where}: did you mean {near[0][1]!r}?")
+
+
+def _edit_distance(a: str, b: str, limit: int) -> int:
+    """Optimal-string-alignment distance (a swap of neighbours counts once), or ``limit + 1``
+    as soon as it is known to exceed ``limit``."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    before: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            cost = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                cost = min(cost, before[j - 2] + 1)
+            current.append(cost)
+        if min(current) > limit:
+            return limit + 1
+        before, previous = previous, current
+    return previous[-1]
+
+
 def option_specs() -> list[OptionSpec]:
     """Every declared option, in declaration order (used to render the README table)."""
     specs = [f.metadata.get("spec") for f in dataclasses.fields(TableOptions)]

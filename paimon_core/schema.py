@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from paimon_core.errors import CorruptMetadataError, OptionError, SchemaError
 from paimon_core.names import validate_identifier
-from paimon_core.options import TableOptions
+from paimon_core.options import TableOptions, check_option_keys
 from paimon_core.types import (
     AtomicType,
     DataField,
@@ -139,6 +139,7 @@ def create_schema(arrow: pa.Schema, *, partition_keys: Sequence[str] = (),
         SchemaError: unknown or duplicate columns, bad keys, unsupported types.
         OptionError: a bad option value, or options that contradict the schema.
     """
+    check_option_keys(options or {}, table=table)
     next_id = [0]
     fields: list[DataField] = []
     for arrow_field in arrow:
@@ -185,12 +186,108 @@ def validate_schema(schema: TableSchema, *, table: str = "") -> None:
     if schema.primary_keys and set(schema.primary_keys) == set(schema.partition_keys):
         raise SchemaError(f"primary key {list(schema.primary_keys)}{where} must not be just the "
                           "partition keys")
+    for key in schema.primary_keys:
+        if not isinstance(schema.field(key).type, AtomicType):
+            raise SchemaError(f"primary key {key!r}{where} must have an atomic type, "
+                              f"not {type_to_json(schema.field(key).type)}")
+    _validate_column_names(names, where)
     options = TableOptions.from_map(schema.effective_options(), table=table)
     _validate_bucket_options(schema, options, where)
+    _validate_field_options(schema, where)
+    _validate_merge_options(schema, options, where)
+    _validate_retention(options, where)
+
+
+# Columns Paimon reserves for its own use in data files and system tables (SpecialFields).
+_SYSTEM_COLUMNS = frozenset({"_SEQUENCE_NUMBER", "_VALUE_KIND", "_LEVEL", "rowkind", "_ROW_ID"})
+
+
+def _validate_column_names(names: Sequence[str], where: str) -> None:
+    """Paimon's SchemaValidation: system column names and the ``_KEY_`` prefix are reserved
+    (a data file of a primary-key table would hold two columns of that name)."""
+    for name in names:
+        if name in _SYSTEM_COLUMNS or name.startswith("_KEY_"):
+            raise SchemaError(f"column name {name!r}{where} is reserved by Paimon "
+                              f"({', '.join(sorted(_SYSTEM_COLUMNS))} and the '_KEY_' prefix)")
+
+
+def _validate_field_options(schema: TableSchema, where: str) -> None:
+    """Every ``fields.<column>[,<column>].<suffix>`` option names existing columns, as Paimon
+    checks: an option left behind by a typo or a dropped column would silently do nothing."""
+    names = schema.field_names
+    for key in schema.options:
+        if not key.startswith("fields.") or key.startswith("fields.default-aggregate-function"):
+            continue
+        body = key[len("fields."):]
+        if any(body.startswith(f"{name}.") for name in names):
+            continue
+        unknown = [n for n in (part.strip() for part in body.split(".", 1)[0].split(",")) if n not in names]
+        if unknown:
+            raise OptionError(f"option {key!r}{where} names column {unknown[0]!r}, which is not a column; "
+                              f"columns are {names}")
+
+
+def _validate_merge_options(schema: TableSchema, options: TableOptions, where: str) -> None:
+    """Option combinations Paimon's SchemaValidation (and merge-function factories) refuse: a
+    table Java would not open must not be created here either."""
+    names = schema.field_names
+    engine = options.merge_engine
+    producer = options.changelog_producer
+    if not schema.primary_keys and producer != "none":
+        raise OptionError(f"changelog-producer = {producer!r}{where} needs a primary key: "
+                          "a table without one has no changelog producer")
+    for key in options.sequence_field:
+        if key not in names:
+            raise OptionError(f"sequence.field column {key!r}{where} is not a column; columns are {names}")
+        if options.field_option(key, "aggregate-function") is not None:
+            raise OptionError(f"sequence.field column {key!r}{where} must not have an aggregate function")
+    repeated = sorted({k for k in options.sequence_field if options.sequence_field.count(k) > 1})
+    if repeated:
+        raise OptionError(f"sequence.field column {repeated[0]!r}{where} is listed more than once")
+    if options.sequence_field and engine == "first-row":
+        raise OptionError(f"sequence.field{where} cannot be used with merge-engine first-row")
+    if schema.primary_keys and engine == "first-row" and producer not in ("none", "lookup"):
+        raise OptionError(f"merge-engine first-row{where} supports changelog-producer 'none' and 'lookup' "
+                          f"only, not {producer!r}")
+    if options.deletion_vectors_enabled and producer == "full-compaction":
+        raise OptionError(f"deletion-vectors.enabled{where} supports changelog-producer none, input and "
+                          "lookup, not 'full-compaction'")
+    if options.full_compaction_delta_commits is not None and producer == "lookup":
+        raise OptionError(f"full-compaction.delta-commits{where} is incompatible with changelog-producer "
+                          "'lookup'; use changelog-producer 'full-compaction' for periodic full compactions "
+                          "with changelog, or remove full-compaction.delta-commits")
+    if options.rowkind_field and options.rowkind_field not in names:  # blank: unset
+        raise OptionError(f"rowkind.field column {options.rowkind_field!r}{where} is not a column; "
+                          f"columns are {names}")
+    if options.deletion_vectors_enabled and engine == "first-row" and schema.primary_keys:
+        raise OptionError(f"deletion-vectors.enabled{where} cannot be used with merge-engine first-row, "
+                          "which never deletes old rows")
+    if options.full_compaction_delta_commits is not None and not schema.primary_keys and options.bucket == -1:
+        raise OptionError(f"full-compaction.delta-commits{where} needs a fixed bucket number on a table "
+                          "without primary key")
+    if (schema.primary_keys and engine == "partial-update" and options.ignore_delete
+            and options.partial_update_remove_record_on_delete):
+        raise OptionError(f"ignore-delete and partial-update.remove-record-on-delete{where} contradict "
+                          "each other; set only one")
+
+
+def _validate_retention(options: TableOptions, where: str) -> None:
+    """Retention minimums above their maximums, which Paimon refuses at create and alter."""
+    pairs = (("snapshot", options.snapshot_num_retained_min, options.snapshot_num_retained_max),
+             ("changelog",
+              options.changelog_num_retained_min or options.snapshot_num_retained_min,
+              options.changelog_num_retained_max or options.snapshot_num_retained_max))
+    for kind, low, high in pairs:
+        if low > high:
+            raise OptionError(f"{kind}.num-retained.min = {low}{where} is larger than "
+                              f"{kind}.num-retained.max = {high}")
 
 
 def _validate_bucket_options(schema: TableSchema, options: TableOptions, where: str) -> None:
     names = schema.field_names
+    if options.bucket == -1 and "bucket-key" in schema.options:
+        raise OptionError(f"bucket-key{where} needs a bucket number: with bucket = -1 rows are not "
+                          "hashed; remove 'bucket-key' or set 'bucket'")
     for key in options.bucket_key:
         if key not in names:
             raise OptionError(f"bucket-key column {key!r}{where} is not a column; columns are {names}")
@@ -288,6 +385,7 @@ def apply_changes(schema: TableSchema, changes: Iterable[SchemaChange], *,
         elif isinstance(change, SetOption | RemoveOption):
             _check_mutable_option(change.key, where)
             if isinstance(change, SetOption):
+                check_option_keys({change.key: change.value}, table=table)
                 options[change.key] = str(change.value)
             else:
                 options.pop(change.key, None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
+import numbers
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -167,7 +168,7 @@ class Table:
                 ``snapshot.num-retained.max`` and ``snapshot.expire.limit``.
         """
         expiry = SnapshotExpiry(self)
-        older_than_ms = _epoch_ms(older_than)
+        older_than_ms = _epoch_ms(older_than, what=f"expiry of table {self.name}")
         plan = expiry.plan(expiry.retention(older_than_ms=older_than_ms, retain_min=retain_min,
                                             retain_max=retain_max, limit=max_deletes),
                            changelog_older_than_ms=older_than_ms)
@@ -184,7 +185,8 @@ class Table:
         ``older_than`` (a datetime or epoch milliseconds; default a day ago; within an hour of now
         only with ``force``, as files of commits in flight are that young). ``dry_run`` (the
         default) only lists them."""
-        return OrphanFilesClean(self).run(older_than_ms=_epoch_ms(older_than), dry_run=dry_run, force=force)
+        older_than_ms = _epoch_ms(older_than, what=f"orphan-file cleanup of table {self.name}")
+        return OrphanFilesClean(self).run(older_than_ms=older_than_ms, dry_run=dry_run, force=force)
 
     def rollback_to(self, target: int | str) -> Rollback:
         """Make a snapshot id or a tag the latest state; newer snapshots and tags are removed
@@ -478,6 +480,11 @@ class Table:
 
     def _filters(self, filter: Any, schema: TableSchema) -> tuple[Predicate | None, pc.Expression | None]:
         if isinstance(filter, pc.Expression):
+            try:  # an unknown column or a non-boolean expression fails here, before any file is read
+                schema.arrow_schema().empty_table().filter(filter)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+                reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                raise SchemaError(f"filter {filter} does not apply to table {self.name}: {reason}") from None
             return None, filter
         return parse_filter(filter, schema, self.name), None
 
@@ -693,7 +700,7 @@ class TableWrite:
             self.table.expire_snapshots(dry_run=False)
         except UnsupportedFeatureError as exc:
             log.info("no snapshot expiry after the write to %s: %s", self.table.name, exc)
-        except PaimonError:
+        except (PaimonError, OSError):  # storage errors too: the commit must not be reported failed
             log.exception("snapshot expiry after the write to %s failed; the written data is committed",
                           self.table.name)
 
@@ -708,7 +715,7 @@ class TableWrite:
                 only=written, commit_identifier=self.commit_identifier)
         except CommitConflictError as exc:
             log.info("compaction after the write to %s skipped: %s", self.table.name, exc)
-        except PaimonError:
+        except (PaimonError, OSError):  # storage errors too: the commit must not be reported failed
             log.exception("compaction after the write to %s failed; the written data is committed",
                           self.table.name)
 
@@ -744,11 +751,18 @@ class TableWrite:
         return self._appender.buffered_bytes if self._appender is not None else 0
 
 
-def _epoch_ms(moment: dt.datetime | int | None) -> int | None:
-    """Epoch milliseconds of a datetime (naive: local time) or of an int already in milliseconds."""
-    if moment is None or isinstance(moment, int):
-        return moment
-    return int(moment.timestamp() * 1000)
+def _epoch_ms(moment: dt.datetime | int | None, *, what: str) -> int | None:
+    """Epoch milliseconds of a datetime (naive: local time) or of an int already in milliseconds.
+
+    Anything else (a date string, a float, a bool) is refused rather than guessed at: a wrong
+    cut-off decides which snapshots and files are deleted.
+    """
+    if moment is None or isinstance(moment, dt.datetime):
+        return None if moment is None else int(moment.timestamp() * 1000)
+    if isinstance(moment, numbers.Integral) and not isinstance(moment, bool):  # int, numpy integers
+        return int(moment)
+    raise OptionError(f"{what}: older_than must be a datetime or epoch milliseconds (int), "
+                      f"not {type(moment).__name__} {moment!r}")
 
 
 def _read_all(reader: SplitReader, splits: Sequence[DataSplit]) -> pa.Table:

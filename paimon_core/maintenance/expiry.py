@@ -8,10 +8,12 @@ no file reachable from the new earliest snapshot or from any tag is ever freed (
 never reused, and a file is live over a contiguous range of snapshots, so nothing newer can
 reach it either). Changelog files go with their snapshot, unless a tag keeps that snapshot.
 
-Deletion order: data, changelog and index files, then the snapshot files oldest first and the
-``EARLIEST`` hint, then manifests and manifest lists. A crash before the snapshot files are
-gone leaves a plan that the next expiry rebuilds the same; a crash after leaves only
-unreferenced metadata, which orphan-file cleanup reclaims.
+Deletion order: the snapshot files oldest first and the ``EARLIEST`` hint (and expired
+long-lived changelogs), then data, changelog and index files, then manifests and manifest lists.
+So no snapshot that still exists ever misses a file, even if the expiry is killed half-way: a
+crash leaves only files no snapshot references, which orphan-file cleanup reclaims (Paimon
+deletes data files first and relies on the next expiry; that leaves doomed snapshots that no
+longer read in between).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from paimon_core.consumer import Consumer, ConsumerStore
-from paimon_core.errors import OptionError, UnsupportedFeatureError
+from paimon_core.errors import FileIOError, OptionError, UnsupportedFeatureError
 from paimon_core.maintenance.reachable import References, manifest_lists
 from paimon_core.manifest import ADD, DELETE, ManifestEntry, ManifestFileMeta
 from paimon_core.options import TableOptions
@@ -261,21 +263,32 @@ class SnapshotExpiry:
             return replace(plan, dry_run=False)
         for snapshot_id in plan.changelogs_kept:  # before the snapshot goes: a stream never misses it
             self.changelogs.publish(self.store.snapshot(snapshot_id))
-        for path in (*plan.data_files, *plan.changelog_files, *plan.index_files):
-            self.file_io.delete(path)
         for snapshot_id in plan.snapshots:
-            self.file_io.delete(self.paths.snapshot_file(snapshot_id))
+            self._delete(self.paths.snapshot_file(snapshot_id))
         if plan.snapshots and plan.earliest_after is not None:
             self.store.write_earliest_hint(plan.earliest_after)
         for changelog_id in plan.changelogs_expired:
-            self.file_io.delete(self.changelogs.file(changelog_id))
+            self._delete(self.changelogs.file(changelog_id))
         if plan.changelogs_expired:
             self.changelogs.write_earliest_hint(plan.changelogs_expired[-1] + 1)
+        for path in (*plan.data_files, *plan.changelog_files, *plan.index_files):
+            self._delete(path)
         for path in plan.metadata_files:
-            self.file_io.delete(path)
+            self._delete(path)
         done = replace(plan, dry_run=False, duration_s=plan.duration_s + time.monotonic() - started)
         log.info("%s", done.summary())
         return done
+
+    def _delete(self, path: str) -> None:
+        """Delete one planned file; a storage failure (no permission) stops the expiry with a typed
+        error naming the file. Deletion is ordered (snapshots, then files, then metadata), so what
+        was deleted before is unreferenced by every snapshot kept; orphan cleanup reclaims the rest."""
+        try:
+            self.file_io.delete(path)
+        except FileIOError:
+            raise
+        except OSError as exc:
+            raise FileIOError(f"expiry of table {self.table.name}: deleting {path} failed: {exc}") from exc
 
     # ---- planning -------------------------------------------------------------------------------
 

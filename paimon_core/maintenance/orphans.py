@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from paimon_core.errors import MissingFileError, OptionError, SnapshotNotFoundError
+from paimon_core.errors import FileIOError, MissingFileError, OptionError, SnapshotNotFoundError
 from paimon_core.fileio import FileStatus
 from paimon_core.maintenance.reachable import References
 from paimon_core.snapshot import ChangelogStore, Snapshot
@@ -77,7 +77,13 @@ class OrphanFilesClean:
         orphans = [f for f in candidates if f.name not in used]
         if not dry_run:
             for status in orphans:
-                self.file_io.delete(status.path)
+                try:
+                    self.file_io.delete(status.path)
+                except FileIOError:
+                    raise
+                except OSError as exc:  # e.g. no write permission: typed, naming the file
+                    raise FileIOError(f"orphan cleanup of table {self.table.name}: deleting {status.path} "
+                                      f"failed: {exc}") from exc
         result = OrphanFiles(self.table.name, older_than, len(candidates), tuple(sorted(f.path for f in orphans)),
                              sum(f.size for f in orphans), dry_run, time.monotonic() - started)
         log.info("%s", result.summary())

@@ -8,6 +8,7 @@ vectors drop their rows; filters are then applied exactly.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 import pyarrow as pa
@@ -17,7 +18,14 @@ import pyarrow.parquet as pq
 from pyarrow import orc
 
 from paimon_core.deletion_vectors import read_deletion_vector
-from paimon_core.errors import CorruptMetadataError, MissingFileError, SchemaError
+from paimon_core.errors import (
+    CorruptDataFileError,
+    CorruptMetadataError,
+    FileIOError,
+    MissingFileError,
+    PaimonError,
+    SchemaError,
+)
 from paimon_core.fileio import FileIO
 from paimon_core.layout import TablePaths, partition_path, partition_value_string
 from paimon_core.manifest import DataFileMeta
@@ -46,6 +54,9 @@ class SplitReader:
         self.options = TableOptions.from_map(read_schema.effective_options(), table=table)
         self.table = table
         names = read_schema.field_names
+        if isinstance(columns, str | bytes):  # a bare string would be read as one column per character
+            raise SchemaError(f"columns of a read of table {table} must be a list of column names, "
+                              f"not the string {columns!r}")
         for name in columns or ():
             if name not in names:
                 raise SchemaError(f"column {name!r} is not in table {table}; columns are {names}")
@@ -89,23 +100,36 @@ class SplitReader:
     def _read_physical(self, path: str, columns: list[str],
                        pushed: pc.Expression | None) -> tuple[pa.Table, int]:
         """A file's columns (filtered by ``pushed`` in the scan when given) and row count."""
-        try:
+        with self._decoding(path):
             if pushed is not None:
                 data = self._dataset(path).to_table(columns=columns, filter=pushed, use_threads=True)
                 return data, data.num_rows
             with self.file_io.open_input(path) as source:
                 return read_all(source, path, columns)
-        except FileNotFoundError:
-            raise MissingFileError(f"data file {path} of table {self.table} is missing") from None
 
     def _stream_physical(self, path: str, columns: list[str], batch_size: int,
                          batch_bytes: int | None = None) -> Iterator[pa.RecordBatch]:
         """A file's columns in record batches of at most ``batch_size`` rows (or about ``batch_bytes``)."""
+        with self._decoding(path), self.file_io.open_input(path) as source:
+            yield from _iter_batches(source, path, columns, batch_size, batch_bytes)
+
+    @contextmanager
+    def _decoding(self, path: str) -> Iterator[None]:
+        """Typed errors naming the data file and table for everything a file read can raise:
+        missing, undecodable (truncated, garbage, columns it should have but lacks), or a storage
+        failure (kept apart from corruption: a failed read is worth retrying, a corrupt file is not)."""
         try:
-            with self.file_io.open_input(path) as source:
-                yield from _iter_batches(source, path, columns, batch_size, batch_bytes)
+            yield
+        except PaimonError:
+            raise
         except FileNotFoundError:
             raise MissingFileError(f"data file {path} of table {self.table} is missing") from None
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowSerializationError,
+                KeyError, pa.ArrowIndexError, EOFError) as exc:  # KeyError: a column the file lacks
+            reason = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc  # KeyError's str() adds quotes
+            raise CorruptDataFileError(f"data file {path} of table {self.table} cannot be decoded: {reason}") from exc
+        except OSError as exc:
+            raise FileIOError(f"reading data file {path} of table {self.table} failed: {exc}") from exc
 
     def file_path(self, split: DataSplit, meta: DataFileMeta) -> str:
         if meta.external_path:
@@ -170,6 +194,11 @@ class SplitReader:
     def _dataset(self, path: str) -> ds.Dataset:
         return ds.dataset(path, format="parquet", filesystem=self.file_io.arrow_fs)
 
+    def _pushed_batches(self, path: str, columns: list[str], pushed: pc.Expression,
+                        batch_size: int) -> Iterator[pa.RecordBatch]:
+        with self._decoding(path):
+            yield from self._dataset(path).to_batches(columns=columns, filter=pushed, batch_size=batch_size)
+
     def _file_batches(self, split: DataSplit, meta: DataFileMeta,
                       batch_size: int) -> Iterator[pa.RecordBatch]:
         path = self.file_path(split, meta)
@@ -178,8 +207,7 @@ class SplitReader:
         deletion = split.deletion_files.get(meta.file_name)
         pushed = self._pushdown(path, file_fields, deletion)
         if pushed is not None:
-            for batch in self._dataset(path).to_batches(columns=physical, filter=pushed,
-                                                        batch_size=batch_size):
+            for batch in self._pushed_batches(path, physical, pushed, batch_size):
                 if batch.num_rows:
                     table = self._to_read_schema(pa.Table.from_batches([batch]), file_fields, batch.num_rows)
                     yield from self._finish(table, filtered=True).to_batches()
@@ -223,11 +251,21 @@ def read_all(source: pa.NativeFile, path: str, columns: list[str]) -> tuple[pa.T
     fmt = _format_of(path)
     if fmt == "parquet":
         parquet = pq.ParquetFile(source)
+        _require_columns(parquet.schema_arrow.names, columns)
         return parquet.read(columns=columns, use_threads=True), parquet.metadata.num_rows
     if fmt == "orc":
         reader = orc.ORCFile(source)
+        _require_columns(reader.schema.names, columns)
         return reader.read(columns=columns), reader.nrows
     raise CorruptMetadataError(f"data file {path} has an unsupported format {fmt!r}")
+
+
+def _require_columns(present: Sequence[str], columns: Sequence[str]) -> None:
+    """A file lacking a column its schema version has is not this table's file (readers would
+    otherwise skip the column silently); the caller reports it as a corrupt data file."""
+    missing = [c for c in columns if c not in present]
+    if missing:
+        raise KeyError(f"the file has no column {missing[0]!r} (it has {list(present)})")
 
 
 def _iter_batches(source: pa.NativeFile, path: str, columns: list[str], batch_size: int,
@@ -235,6 +273,7 @@ def _iter_batches(source: pa.NativeFile, path: str, columns: list[str], batch_si
     fmt = _format_of(path)
     if fmt == "parquet":
         parquet = pq.ParquetFile(source)
+        _require_columns(parquet.schema_arrow.names, columns)
         if batch_bytes is not None:  # rows per batch from the decoded size the footer records
             meta = parquet.metadata
             decoded = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
@@ -242,6 +281,7 @@ def _iter_batches(source: pa.NativeFile, path: str, columns: list[str], batch_si
         yield from parquet.iter_batches(batch_size=batch_size, columns=columns)
     elif fmt == "orc":
         reader = orc.ORCFile(source)
+        _require_columns(reader.schema.names, columns)
         for stripe in range(reader.nstripes):
             stripe_batch = reader.read_stripe(stripe, columns=columns)
             yield from pa.Table.from_batches([stripe_batch]).to_batches(batch_size)

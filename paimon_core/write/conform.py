@@ -58,10 +58,12 @@ def conform(data: Batch, schema: TableSchema, table: str, *, keys_only: bool = F
     required = set(schema.primary_keys) | set(schema.partition_keys) | not_null if keys_only else set(expected)
     missing = [n for n in expected if n not in names and n in required]
     extra = [n for n in names if n not in expected]
-    if missing or extra or len(set(names)) != len(names):
+    duplicated = sorted({n for n in names if names.count(n) > 1})
+    if missing or extra or duplicated:
+        twice = f", duplicated {duplicated}" if duplicated else ""
         raise SchemaError(
             f"columns of the data written to table {table} do not match the table: "
-            f"missing {missing}, unexpected {extra}; the table has {expected}")
+            f"missing {missing}, unexpected {extra}{twice}; the table has {expected}")
     columns = []
     for data_field in schema.fields:
         if data_field.name in names:
@@ -108,13 +110,36 @@ def _safe_cast(column: pa.ChunkedArray | pa.Array, target: pa.DataType, data_fie
         raise SchemaError(f"column {data_field.name!r} of table {table} has type {column.type}, "
                           f"which cannot be safely cast to {target}")
     try:
-        return pc.cast(column, target, safe=True)
+        cast = pc.cast(column, target, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         sample = _first_uncastable(column, target)
         value = f" (first bad value: {sample!r})" if sample is not None else ""
         raise SchemaError(
             f"column {data_field.name!r} of table {table} has type {column.type}, which cannot "
             f"be safely cast to {target}{value}: {exc}") from None
+    if pa.types.is_floating(column.type):
+        _check_float_cast(column, cast, data_field, table)
+    return cast
+
+
+def _check_float_cast(column: pa.ChunkedArray | pa.Array, cast: pa.ChunkedArray | pa.Array,
+                      data_field: DataField, table: str) -> None:
+    """Arrow's safe cast still lets two float casts lose values silently: a finite double
+    beyond FLOAT's range becomes infinity, and a float into DECIMAL is rounded to its scale
+    (1.005 -> 1.00). Refuse both, as the integer casts are refused, instead of storing another
+    value. (Rounding a double to the nearest FLOAT is ordinary float precision and allowed.)"""
+    if pa.types.is_floating(cast.type):
+        lost = pc.and_(pc.is_finite(column), pc.invert(pc.is_finite(cast)))
+        problem = f"is out of the range of {cast.type}"
+    elif pa.types.is_decimal(cast.type):
+        lost = pc.not_equal(pc.cast(cast, pa.float64()), pc.cast(column, pa.float64()))
+        problem = f"does not fit {cast.type} without rounding"
+    else:
+        return
+    if pc.any(lost).as_py():
+        value = column.filter(pc.fill_null(lost, False))[0].as_py()
+        raise SchemaError(f"column {data_field.name!r} of table {table}: value {value!r} {problem}; "
+                          "it is refused rather than stored as another value")
 
 
 def _first_uncastable(column: pa.ChunkedArray | pa.Array, target: pa.DataType) -> Any:

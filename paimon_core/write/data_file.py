@@ -17,6 +17,7 @@ from pyarrow import orc
 
 from paimon_core.binary_row import arrow_scalar_to_internal, serialize_with_arity
 from paimon_core.columnar import int64_array
+from paimon_core.errors import FileIOError
 from paimon_core.fileio import FileIO
 from paimon_core.keyvalue import DELETE, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND
 from paimon_core.manifest import FILE_SOURCE_APPEND, DataFileMeta
@@ -187,7 +188,12 @@ class RollingFileWriter:
         self._counter += 1
         path = f"{self.directory}/{name}"
         self._paths.append(path)
-        sink = self.file_io.open_output(path)
+        try:
+            sink = self.file_io.open_output(path)
+        except FileIOError:
+            raise
+        except OSError as exc:  # e.g. no write permission on the table directory
+            raise FileIOError(f"creating data file {self.file_io.uri(path)} failed: {exc}") from exc
         self._current = _OpenFile(name, path, _FormatWriter(sink, self.schema, self.options),
                                   StatsCollector(self.fields, self.options), self.new_content())
         return self._current

@@ -122,8 +122,12 @@ def check_replay(table: pc.Table, producer: str, written: dict[int, set[int]], r
         assert changed <= touched, f"keys {sorted(changed - touched)} changed without a write in ({a}, {b}]"
 
 
-@pytest.mark.parametrize("engine", list(ENGINE_OPTIONS))
-@pytest.mark.parametrize("producer", ["lookup", "full-compaction"])
+# Paimon refuses first-row with changelog-producer full-compaction (only none and lookup).
+PRODUCER_ENGINES = [(p, e) for p in ("lookup", "full-compaction") for e in ENGINE_OPTIONS
+                    if (p, e) != ("full-compaction", "first-row")]
+
+
+@pytest.mark.parametrize(("producer", "engine"), PRODUCER_ENGINES)
 def test_compacting_writers_produce_a_changelog_that_replays(catalog: pc.Catalog, producer: str,
                                                              engine: str) -> None:
     table = make_table(catalog, f"{producer}_{engine}".replace("-", "_"), producer, engine)
@@ -144,8 +148,9 @@ def test_compacting_writers_produce_a_changelog_that_replays(catalog: pc.Catalog
 @pytest.mark.parametrize("seed", [11, 12])
 def test_dedicated_compactions_of_write_only_tables(catalog: pc.Catalog, producer: str, engine: str,
                                                     seed: int) -> None:
-    table = make_table(catalog, f"w{seed}_{producer}_{engine}".replace("-", "_"), producer, engine,
-                       **{"write-only": "true", "full-compaction.delta-commits": "3"})
+    periodic = {"full-compaction.delta-commits": "3"} if producer == "full-compaction" else {}  # Paimon:
+    table = make_table(catalog, f"w{seed}_{producer}_{engine}".replace("-", "_"), producer, engine,  # not with lookup
+                       **{"write-only": "true", **periodic})
     rng = random.Random(seed)
     written: dict[int, set[int]] = {}
     batches = history(seed, 16, engine)
@@ -165,7 +170,7 @@ def test_dedicated_compactions_of_write_only_tables(catalog: pc.Catalog, produce
 
 
 @pytest.mark.parametrize("engine", ["deduplicate", "partial-update"])
-@pytest.mark.parametrize("producer", ["lookup", "full-compaction"])
+@pytest.mark.parametrize("producer", ["lookup"])  # Paimon refuses deletion vectors with full-compaction
 def test_deletion_vector_tables_produce_the_same_changelog(catalog: pc.Catalog, producer: str, engine: str) -> None:
     table = make_table(catalog, f"dv_{producer}_{engine}".replace("-", "_"), producer, engine,
                        **{"deletion-vectors.enabled": "true"})
