@@ -11,11 +11,13 @@ schedule catch-up) never duplicates rows.
 
 import logging
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import dagster as dg
 import pyarrow as pa
 
 import paimon_core as pc
+from paimon_core.errors import TableExistsError, UnsupportedFeatureError
 from pipelines.log_events import (
     PARTITION_COLUMN,
     SCHEMA,
@@ -35,6 +37,34 @@ IO_MANAGER_KEY = "paimon_io_manager"
 TABLE_TAG = "paimon/table"
 # Every run that writes logs.events carries this tag; dagster.yaml limits such runs to one per table.
 RUN_TAGS = {TABLE_TAG: TABLE}
+# Step retries of the ingestion steps (logs/events, shop/orders, shop/user_order_totals). A step
+# that failed on something transient (an object-store error, a commit that lost every race or
+# whose outcome is unknown) runs again in the same run, so with the same run id: the retry finds
+# a commit of the day that already landed (commit user from the run, identifier from the day)
+# instead of committing it again, and files a failed attempt wrote without committing are left
+# to remove_orphan_files. Waits about 5, 15 and 35 s (exponential backoff, +/- 5 s of jitter so
+# that runs failing together do not retry together). Bad input is not retried (see below).
+INGEST_RETRY_POLICY = dg.RetryPolicy(max_retries=3, delay=5, backoff=dg.Backoff.EXPONENTIAL,
+                                     jitter=dg.Jitter.PLUS_MINUS)
+# Failures a retry would only repeat: source data that is missing or does not fit the table
+# (SourceDataError and the engine's SchemaError are ValueErrors, as is a partition key that is
+# not a day), a table that exists with another shape, a source resource misconfigured.
+PERMANENT_ERRORS = (ValueError, TableExistsError, UnsupportedFeatureError)
+
+
+@contextmanager
+def permanent_failures() -> Iterator[None]:
+    """Turn ``PERMANENT_ERRORS`` (and ``dg.Failure``s of the source resources) raised inside into
+    ``dg.Failure(allow_retries=False)``, so ``INGEST_RETRY_POLICY`` does not retry them; the
+    original error stays attached as the cause."""
+    try:
+        yield
+    except dg.Failure as exc:
+        if not exc.allow_retries:
+            raise
+        raise dg.Failure(description=exc.description, metadata=exc.metadata, allow_retries=False) from exc
+    except PERMANENT_ERRORS as exc:
+        raise dg.Failure(description=f"{type(exc).__name__}: {exc}", allow_retries=False) from exc
 
 
 def commit_identifier(day: str) -> int:
@@ -90,15 +120,17 @@ def check_run_tag(context: dg.OpExecutionContext, table: str, job_name: str) -> 
     out=dg.Out(PaimonWrite, io_manager_key=IO_MANAGER_KEY,
                description="Receipt of the commit; the rows live in the Paimon table."),
     tags={"paimon/operation": "overwrite-partition"},
+    retry_policy=INGEST_RETRY_POLICY,
 )
 def ingest_log_events(context: dg.OpExecutionContext, catalog: PaimonCatalogResource,
                       log_source: LogEventSource) -> dg.Output[PaimonWrite]:
     """Write one day of log events into logs.events, replacing that day (dynamic partition overwrite)."""
     day = context.partition_key
     check_run_tag(context, TABLE, "ingest_log_events_job")
-    table = catalog.ensure_table(TABLE, schema=SCHEMA, partition_keys=[PARTITION_COLUMN],
-                                 options=TABLE_OPTIONS)
-    receipt = overwrite_day(table, event_batches(log_source, day), day=day, run_id=context.run_id)
+    with permanent_failures():
+        table = catalog.ensure_table(TABLE, schema=SCHEMA, partition_keys=[PARTITION_COLUMN],
+                                     options=TABLE_OPTIONS)
+        receipt = overwrite_day(table, event_batches(log_source, day), day=day, run_id=context.run_id)
     metadata = write_metadata(table, snapshot_id=receipt.snapshot_id, partition=receipt.partition,
                               rows_written=receipt.rows_written)
     return dg.Output(receipt, metadata=metadata)

@@ -1,7 +1,8 @@
 """The code location ``paimon``: every asset, check, job, schedule, sensor and resource, in one ``defs``.
 
 Load it with ``dagster dev -w workspace.yaml``. The warehouse is ``$PAIMON_WAREHOUSE`` (a path
-or fsspec URL), defaulting to ``warehouse/`` at the repository root.
+or fsspec URL), defaulting to ``warehouse/`` at the repository root; on S3 see
+:func:`default_storage_options`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from resources import LogEventSource, OrderEventSource, PaimonCatalogResource, P
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 WAREHOUSE_ENV = "PAIMON_WAREHOUSE"
+ENDPOINT_ENV = "PAIMON_S3_ENDPOINT_URL"
 
 
 def default_warehouse() -> str:
@@ -46,10 +48,28 @@ def default_warehouse() -> str:
     return str(Path(configured).expanduser().resolve())
 
 
+def default_storage_options() -> dict[str, Any]:
+    """For an S3 warehouse: the endpoint of an S3-compatible store from ``$PAIMON_S3_ENDPOINT_URL``
+    (AWS itself needs none) and, when they are set, the keys from ``$AWS_ACCESS_KEY_ID`` /
+    ``$AWS_SECRET_ACCESS_KEY`` as ``dg.EnvVar`` (resolved per run, shown by name in the UI; without
+    them botocore's own chain applies: environment, profile, instance role)."""
+    options: dict[str, Any] = {}
+    if os.environ.get(ENDPOINT_ENV):
+        options["endpoint_url"] = dg.EnvVar(ENDPOINT_ENV)
+    for option, variable in (("key", "AWS_ACCESS_KEY_ID"), ("secret", "AWS_SECRET_ACCESS_KEY")):
+        if os.environ.get(variable):
+            options[option] = dg.EnvVar(variable)
+    return options
+
+
 def build_resources(*, warehouse: str | None = None, log_source: LogEventSource | None = None,
-                    order_source: OrderEventSource | None = None) -> dict[str, Any]:
+                    order_source: OrderEventSource | None = None,
+                    storage_options: dict[str, Any] | None = None) -> dict[str, Any]:
     """The resources every definition expects, sharing one catalog config between them."""
-    catalog = PaimonCatalogResource(warehouse=warehouse or default_warehouse())
+    warehouse = warehouse or default_warehouse()
+    if storage_options is None:
+        storage_options = default_storage_options() if "://" in warehouse else {}
+    catalog = PaimonCatalogResource(warehouse=warehouse, storage_options=storage_options)
     return {
         "catalog": catalog,
         "log_source": log_source or LogEventSource(),

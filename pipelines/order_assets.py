@@ -25,7 +25,14 @@ import pyarrow as pa
 import pyarrow.compute as pac
 
 import paimon_core as pc
-from pipelines.assets import IO_MANAGER_KEY, TABLE_TAG, check_run_tag, commit_identifier
+from pipelines.assets import (
+    INGEST_RETRY_POLICY,
+    IO_MANAGER_KEY,
+    TABLE_TAG,
+    check_run_tag,
+    commit_identifier,
+    permanent_failures,
+)
 from pipelines.landing import SourceDataError
 from pipelines.orders import (
     CDC_KINDS,
@@ -216,6 +223,7 @@ def changes_metadata(applied: AppliedChanges) -> dict[str, int | bool]:
     out=dg.Out(PaimonWrite, io_manager_key=IO_MANAGER_KEY,
                description="Receipt of the commit; the changes live in the Paimon table."),
     tags={"paimon/operation": "apply-changes"},
+    retry_policy=INGEST_RETRY_POLICY,
 )
 def ingest_orders(context: dg.OpExecutionContext, catalog: PaimonCatalogResource,
                   order_source: OrderEventSource) -> dg.Output[PaimonWrite]:
@@ -223,10 +231,11 @@ def ingest_orders(context: dg.OpExecutionContext, catalog: PaimonCatalogResource
     ``commit_every_rows`` changes each (the source's setting; 0: one commit)."""
     day = context.partition_key
     check_run_tag(context, ORDERS_TABLE, ORDERS_JOB)
-    table = catalog.ensure_table(ORDERS_TABLE, schema=ORDERS_SCHEMA, partition_keys=[PARTITION_COLUMN],
-                                 primary_keys=ORDERS_PRIMARY_KEY, options=ORDERS_OPTIONS)
-    applied = apply_day(table, order_batches(order_source, day), day=day, run_id=context.run_id,
-                        commit_every_rows=order_source.commit_every_rows)
+    with permanent_failures():
+        table = catalog.ensure_table(ORDERS_TABLE, schema=ORDERS_SCHEMA, partition_keys=[PARTITION_COLUMN],
+                                     primary_keys=ORDERS_PRIMARY_KEY, options=ORDERS_OPTIONS)
+        applied = apply_day(table, order_batches(order_source, day), day=day, run_id=context.run_id,
+                            commit_every_rows=order_source.commit_every_rows)
     receipt = applied.receipt
     metadata = write_metadata(table, snapshot_id=receipt.snapshot_id, partition=receipt.partition,
                               rows_written=receipt.rows_written)
@@ -259,6 +268,7 @@ def shop_orders() -> dg.Output[PaimonWrite]:
     metadata={TABLE_METADATA_KEY: TOTALS_TABLE, PARTITION_EXPR_KEY: PARTITION_COLUMN},
     kinds={"paimon"},
     op_tags={"paimon/operation": "overwrite-partition"},
+    retry_policy=INGEST_RETRY_POLICY,
     description="Orders per user and day, showing the aggregation merge engine: one row per live "
     "order is written to the primary-key table (dt, user_id) and Paimon folds them per user "
     "(order_count and total_amount sum, max_amount max, last_status last_non_null_value, statuses "
@@ -271,10 +281,11 @@ def user_order_totals(context: dg.AssetExecutionContext, catalog: PaimonCatalogR
     """Rebuild one day of shop.user_order_totals from that day's live orders."""
     day = context.partition_key
     check_run_tag(context.op_execution_context, ORDERS_TABLE, ORDERS_JOB)
-    table = catalog.ensure_table(TOTALS_TABLE, schema=TOTALS_SCHEMA, partition_keys=[PARTITION_COLUMN],
-                                 primary_keys=TOTALS_PRIMARY_KEY, options=TOTALS_OPTIONS)
-    receipt = replace_partition(table, user_contributions(orders, day), day=day, run_id=context.run.run_id,
-                                asset_key=USER_ORDER_TOTALS_KEY)
+    with permanent_failures():
+        table = catalog.ensure_table(TOTALS_TABLE, schema=TOTALS_SCHEMA, partition_keys=[PARTITION_COLUMN],
+                                     primary_keys=TOTALS_PRIMARY_KEY, options=TOTALS_OPTIONS)
+        receipt = replace_partition(table, user_contributions(orders, day), day=day, run_id=context.run.run_id,
+                                    asset_key=USER_ORDER_TOTALS_KEY)
     metadata = write_metadata(table, snapshot_id=receipt.snapshot_id, partition=receipt.partition,
                               rows_written=receipt.rows_written)
     metadata["users"] = metadata["dagster/partition_row_count"]
