@@ -15,7 +15,7 @@ import os
 import shutil
 import uuid
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +28,7 @@ from paimon_core.errors import FileIOError, UnsupportedFeatureError
 log = logging.getLogger(__name__)
 
 OBJECT_STORE_PROTOCOLS = ("s3", "s3a")
+DELETE_BATCH = 1000  # S3's DeleteObjects limit
 # Filesystems whose conditional create was probed (fsspec caches instances, so once per process).
 _VERIFIED_STORES: weakref.WeakSet[fsspec.AbstractFileSystem] = weakref.WeakSet()
 
@@ -323,6 +324,44 @@ class FileIO:
             self.fs.rm_file(path)
         except FileNotFoundError:
             pass
+
+    def delete_many(self, paths: Sequence[str]) -> None:
+        """Delete files in no particular order; absent ones are fine. On S3 a request per 1,000
+        (DeleteObjects) instead of one each.
+
+        Raises:
+            FileIOError: naming the first file the store refused to delete (the others of its
+                request may be gone).
+        """
+        if self.protocol not in OBJECT_STORE_PROTOCOLS:
+            for path in paths:
+                self._delete_one(path)
+            return
+        by_bucket: dict[str, list[str]] = {}
+        for path in paths:
+            bucket, key, _ = self.fs.split_path(path)
+            by_bucket.setdefault(bucket, []).append(key)
+        for bucket, keys in by_bucket.items():
+            for start in range(0, len(keys), DELETE_BATCH):
+                batch = [{"Key": key} for key in keys[start:start + DELETE_BATCH]]
+                try:
+                    out = self.fs.call_s3("delete_objects", Bucket=bucket, Delete={"Objects": batch, "Quiet": True})
+                except OSError as exc:
+                    raise FileIOError(f"deleting {len(batch)} files from {self.uri(bucket)} failed: {exc}") from exc
+                errors = out.get("Errors") or []
+                if errors:
+                    first = errors[0]
+                    raise FileIOError(f"deleting {self.uri(bucket + '/' + first.get('Key', '?'))} failed: "
+                                      f"{first.get('Code')} {first.get('Message', '')} "
+                                      f"({len(errors)} of {len(batch)} files not deleted)")
+
+    def _delete_one(self, path: str) -> None:
+        try:
+            self.delete(path)
+        except FileIOError:
+            raise
+        except OSError as exc:  # e.g. no write permission: typed, naming the file
+            raise FileIOError(f"deleting {self.uri(path)} failed: {exc}") from exc
 
     def delete_quietly(self, path: str) -> None:
         """Best-effort delete used in cleanup paths: failures are logged, not raised."""

@@ -271,24 +271,25 @@ class SnapshotExpiry:
             self._delete(self.changelogs.file(changelog_id))
         if plan.changelogs_expired:
             self.changelogs.write_earliest_hint(plan.changelogs_expired[-1] + 1)
-        for path in (*plan.data_files, *plan.changelog_files, *plan.index_files):
-            self._delete(path)
-        for path in plan.metadata_files:
-            self._delete(path)
+        self._delete_many((*plan.data_files, *plan.changelog_files, *plan.index_files))
+        self._delete_many(plan.metadata_files)
         done = replace(plan, dry_run=False, duration_s=plan.duration_s + time.monotonic() - started)
         log.info("%s", done.summary())
         return done
 
     def _delete(self, path: str) -> None:
-        """Delete one planned file; a storage failure (no permission) stops the expiry with a typed
-        error naming the file. Deletion is ordered (snapshots, then files, then metadata), so what
-        was deleted before is unreferenced by every snapshot kept; orphan cleanup reclaims the rest."""
+        """Delete one planned file (snapshot files go one by one, oldest first, so the retained
+        ids stay contiguous whenever the expiry stops)."""
+        self._delete_many((path,))
+
+    def _delete_many(self, paths: Sequence[str]) -> None:
+        """A storage failure (no permission) stops the expiry with a typed error naming the file.
+        Deletion is ordered (snapshots, then files, then metadata), so what was deleted before is
+        unreferenced by every snapshot kept; orphan cleanup reclaims the rest."""
         try:
-            self.file_io.delete(path)
-        except FileIOError:
-            raise
-        except OSError as exc:
-            raise FileIOError(f"expiry of table {self.table.name}: deleting {path} failed: {exc}") from exc
+            self.file_io.delete_many(paths)
+        except FileIOError as exc:
+            raise FileIOError(f"expiry of table {self.table.name}: {exc}") from exc
 
     # ---- planning -------------------------------------------------------------------------------
 

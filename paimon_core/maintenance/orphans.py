@@ -76,14 +76,10 @@ class OrphanFilesClean:
         used = self._used_names()
         orphans = [f for f in candidates if f.name not in used]
         if not dry_run:
-            for status in orphans:
-                try:
-                    self.file_io.delete(status.path)
-                except FileIOError:
-                    raise
-                except OSError as exc:  # e.g. no write permission: typed, naming the file
-                    raise FileIOError(f"orphan cleanup of table {self.table.name}: deleting {status.path} "
-                                      f"failed: {exc}") from exc
+            try:
+                self.file_io.delete_many([status.path for status in orphans])
+            except FileIOError as exc:  # e.g. no write permission: typed, naming the file
+                raise FileIOError(f"orphan cleanup of table {self.table.name}: {exc}") from exc
         result = OrphanFiles(self.table.name, older_than, len(candidates), tuple(sorted(f.path for f in orphans)),
                              sum(f.size for f in orphans), dry_run, time.monotonic() - started)
         log.info("%s", result.summary())

@@ -143,6 +143,11 @@ class FaultyFileIO(FileIO):
     def delete(self, path: str) -> None:
         self._around("delete", path, lambda: super(FaultyFileIO, self).delete(path))
 
+    def delete_many(self, paths: Sequence[str]) -> None:
+        """One by one, so a fault strikes between the deletes of a batch."""
+        for path in paths:
+            self._around("delete", path, lambda p=path: FileIO.delete_many(self, [p]))  # type: ignore[misc]
+
 
 class _FaultyStream:
     """A data-file stream whose close kills, fails or tears (the file was streamed in full)."""
