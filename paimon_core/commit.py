@@ -185,13 +185,23 @@ class FileStoreCommit:
         attempt = _Attempt(self, changes, add_metas, commit_identifier, properties, changelog_metas)
         try:
             return attempt.run()
-        except BaseException:
-            if not attempt.uncertain:  # every attempt provably lost or never published
-                index_files = changes.index.files if changes.index is not None else []
-                manifests = [self.paths.manifest_file(m.file_name) for m in add_metas + changelog_metas]
-                for path in data_paths + index_files + manifests:
-                    self.file_io.delete_quietly(path)
+        except BaseException as exc:
+            if not attempt.uncertain:
+                self._remove_unpublished(changes, data_paths, add_metas + changelog_metas)
+            elif isinstance(exc, Exception) and not isinstance(exc, CommitStateUnknownError):
+                # an earlier attempt may have landed: whatever failed since, the outcome is unknown
+                raise CommitStateUnknownError(
+                    f"commit to table {self.table} failed after an attempt whose outcome is unknown ({exc}); "
+                    "no file was removed, and re-running the same commit (commit user and identifier) finds "
+                    "it if it landed") from exc
             raise
+
+    def _remove_unpublished(self, changes: _Changes, data_paths: list[str], metas: list[ManifestFileMeta]) -> None:
+        """Every attempt provably lost or never published: its files are nobody's."""
+        index_files = changes.index.files if changes.index is not None else []
+        manifests = [self.paths.manifest_file(m.file_name) for m in metas]
+        for path in data_paths + index_files + manifests:
+            self.file_io.delete_quietly(path)
 
     def check_replaced_files(self, latest: Snapshot | None, deletes: Sequence[ManifestEntry],
                              adds: Sequence[ManifestEntry]) -> None:

@@ -10,14 +10,15 @@ falling back to check-then-write.
 from __future__ import annotations
 
 import errno
+import functools
 import logging
 import os
 import shutil
 import uuid
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import fsspec
 import pyarrow as pa
@@ -60,6 +61,53 @@ def _is_precondition_failure(exc: BaseException) -> bool:
     return False
 
 
+def _remote_error_types() -> tuple[type[BaseException], ...]:
+    """Errors the S3 client stack raises that are not OSError (connection lost or timed out once
+    its retries are spent): botocore's and aiohttp's."""
+    found: list[type[BaseException]] = []
+    try:
+        from botocore.exceptions import BotoCoreError, ClientError
+        found += [BotoCoreError, ClientError]
+    except ImportError:  # no S3 stack installed: nothing to translate
+        pass
+    try:
+        from aiohttp import ClientError as HttpClientError
+        found.append(HttpClientError)
+    except ImportError:
+        pass
+    return tuple(found)
+
+
+_REMOTE_ERRORS = _remote_error_types()
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _storage_call(method: _Method) -> _Method:
+    """Storage failures surface as :class:`FileIOError` (an OSError) naming the path, whatever
+    client library raised them, so callers tell "failed" from "unknown" by one type."""
+
+    @functools.wraps(method)
+    def call(self: FileIO, target: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, target, *args, **kwargs)
+        except OSError as exc:
+            if not _is_untyped_storage_error(exc):
+                raise  # missing, existing, no permission ... and our own errors keep their type
+            failure: BaseException = exc
+        except _REMOTE_ERRORS as exc:
+            failure = exc
+        where = target if isinstance(target, str) else (f"{target[0]} (+{len(target) - 1} more)" if target else "")
+        raise FileIOError(f"{method.__name__.strip('_')} {self.uri(where)} failed: "
+                          f"{type(failure).__name__}: {failure}") from failure
+
+    return call  # type: ignore[return-value]
+
+
+def _is_untyped_storage_error(exc: OSError) -> bool:
+    """A bare OSError (s3fs's for 5xx and throttling), a lost connection or a timeout."""
+    return type(exc) is OSError or isinstance(exc, ConnectionError | TimeoutError)
+
+
 class FileIO:
     """A filesystem rooted nowhere in particular: every method takes a full path.
 
@@ -100,11 +148,13 @@ class FileIO:
     # reads
     # ----------------------------------------------------------------------------------
 
+    @_storage_call
     def exists(self, path: str) -> bool:
         if self.is_local:
             return os.path.exists(path)
         return bool(self.fs.exists(path))
 
+    @_storage_call
     def file_exists(self, path: str) -> bool:
         """Whether a file (not a directory) exists: one HEAD on S3, where :meth:`exists` also
         lists the prefix when the object is missing (the common case when probing for the
@@ -120,6 +170,7 @@ class FileIO:
             return False
         return True
 
+    @_storage_call
     def read_bytes(self, path: str) -> bytes:
         """Read a whole file; raises FileNotFoundError when it does not exist."""
         if self.is_local:
@@ -130,11 +181,13 @@ class FileIO:
     def read_text(self, path: str) -> str:
         return self.read_bytes(path).decode("utf-8")
 
+    @_storage_call
     def file_size(self, path: str) -> int:
         if self.is_local:
             return os.stat(path).st_size
         return int(self.fs.size(path))
 
+    @_storage_call
     def list_dir(self, path: str) -> list[FileStatus]:
         """Entries of a directory; an absent directory lists as empty."""
         if self.is_local:
@@ -179,6 +232,7 @@ class FileIO:
     # writes
     # ----------------------------------------------------------------------------------
 
+    @_storage_call
     def mkdirs(self, path: str) -> None:
         """A directory that exists even while empty (object stores get a ``path/`` marker, as
         Hadoop's S3A and pyarrow write, so an empty database is still listed)."""
@@ -193,6 +247,7 @@ class FileIO:
             os.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
         return self.arrow_fs.open_output_stream(path)
 
+    @_storage_call
     def write_bytes(self, path: str, data: bytes) -> None:
         """Write a whole file, replacing it if present; readers never see partial content."""
         parent = path.rsplit("/", 1)[0]
@@ -207,6 +262,7 @@ class FileIO:
         finally:
             _unlink_quietly(tmp)
 
+    @_storage_call
     def create_if_absent(self, path: str, data: bytes) -> bool:
         """Atomically create ``path`` with ``data`` unless it exists.
 
@@ -315,6 +371,7 @@ class FileIO:
     # deletes
     # ----------------------------------------------------------------------------------
 
+    @_storage_call
     def delete(self, path: str) -> None:
         """Delete one file; absent files are fine."""
         if self.is_local:
@@ -325,6 +382,7 @@ class FileIO:
         except FileNotFoundError:
             pass
 
+    @_storage_call
     def delete_many(self, paths: Sequence[str]) -> None:
         """Delete files in no particular order; absent ones are fine. On S3 a request per 1,000
         (DeleteObjects) instead of one each.
@@ -370,6 +428,7 @@ class FileIO:
         except OSError as exc:
             log.warning("could not delete %s: %s", path, exc)
 
+    @_storage_call
     def delete_dir(self, path: str) -> None:
         """Delete a directory tree; an absent directory is fine."""
         if self.is_local:

@@ -132,3 +132,13 @@ def test_workspace_loads_with_the_cli(tmp_path: Path) -> None:
 
     assert done.returncode == 0, done.stderr
     assert "paimon" in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("job_name", ["ingest_log_events_job", "ingest_orders_job"])
+def test_ingestion_runs_leave_the_orphan_listing_to_the_cleanup_job(job_name: str) -> None:
+    """no_orphan_files lists the whole table (costly on S3): not after every ingestion."""
+    from pipelines.definitions import defs as code_location
+    from pipelines.maintenance import ORPHANS_CHECK, RETENTION_CHECK
+
+    checks = {key.name for key in code_location.resolve_job_def(job_name).asset_layer.asset_graph.asset_check_keys}
+    assert RETENTION_CHECK in checks and ORPHANS_CHECK not in checks

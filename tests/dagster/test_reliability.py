@@ -45,7 +45,7 @@ import paimon_core as pc
 from paimon_core.commit import FileStoreCommit
 from paimon_core.errors import DatabaseNotFoundError, TableNotFoundError
 from pipelines.assets import INGEST_RETRY_POLICY, RUN_TAGS, ingest_log_events, log_events
-from pipelines.checks import orders_partition_valid
+from pipelines.checks import maintenance_asset_checks, orders_partition_valid
 from pipelines.compaction import (
     COMPACTION_JOB,
     FULL_COMPACTION_JOB,
@@ -212,7 +212,7 @@ def test_the_ingestion_steps_declare_one_retry_policy() -> None:
     for op in (ingest_log_events, ingest_orders, user_order_totals.op):
         assert op.retry_policy is INGEST_RETRY_POLICY
     # The asset jobs take the steps' own policy.
-    job = dg.Definitions(assets=[log_events], jobs=[ingest_log_events_job],
+    job = dg.Definitions(assets=[log_events], asset_checks=maintenance_asset_checks, jobs=[ingest_log_events_job],
                          resources=build_resources(warehouse="/nonexistent")).resolve_job_def(
         "ingest_log_events_job")
     handle = NodeHandle.from_string("logs__events.ingest_log_events")
