@@ -460,6 +460,8 @@ class _Attempt:
 
     def _publish(self, snapshot: Snapshot) -> bool:
         store = self.c.snapshots
+        if not self._base_is_current(snapshot.id):
+            return False
         settled = self.uncertain
         self.uncertain = True  # until the store answers (even if interrupted) the outcome is unknown
         try:
@@ -467,8 +469,52 @@ class _Attempt:
         except (FileIOError, OSError) as exc:
             log.warning("publishing snapshot %d of %s failed: %s", snapshot.id, self.c.table, exc)
             return self._is_ours(snapshot)
+        if created and self._resurrected(snapshot):
+            store.file_io.delete(store.file(snapshot.id))
+            self.uncertain = settled
+            return False
         self.uncertain = settled
+        if created:
+            store.write_latest_hint(snapshot.id)
         return created or self._is_ours(snapshot)
+
+    def _resurrected(self, snapshot: Snapshot) -> bool:
+        """Whether the id we just created had been committed and expired by others while this
+        attempt was paused between its check of ``snapshot-(N-1)`` and the create: then a newer
+        snapshot exists that was not built on ours (it has none of our files). Checked before the
+        ``LATEST`` hint names our snapshot, so nobody builds on it; we remove it and retry."""
+        store, n = self.c.snapshots, snapshot.id
+        if n > 1 and store.exists(n - 1):
+            return False  # expiry deletes oldest first: N was never expired
+        newer = [i for i in store.snapshot_ids() if i > n]
+        if not newer or not self.adds:
+            return False
+        try:
+            following = store.snapshot(newer[0])
+        except SnapshotNotFoundError:
+            return False
+        ours = {e.file.file_name for e in self.adds}
+        entries = read_entries(self.c.file_io, self.c.paths, [
+            meta for name in (following.base_manifest_list, following.delta_manifest_list)
+            for meta in read_manifest_list(self.c.file_io, self.c.paths.manifest_file(name))])
+        if any(e.file.file_name in ours for manifest in entries for e in manifest):
+            return False
+        log.warning("snapshot id %d of %s had been committed and expired while this commit was paused; "
+                    "withdrawing it and retrying on snapshot %d", n, self.c.table, newer[-1])
+        return True
+
+    def _base_is_current(self, snapshot_id: int) -> bool:
+        """Whether ``snapshot-(N-1)`` (or, for N = 1, no snapshot) is still there just before we
+        create ``snapshot-N``. An attempt slow enough for N to be committed by another writer and
+        then expired would otherwise re-create the freed id: create-if-absent succeeds, and the
+        table's latest state jumps back to our commit. Expiry deletes oldest first, so while N-1
+        exists N was never expired (and rollback, which deletes newer snapshots, is caught too)."""
+        store = self.c.snapshots
+        current = store.exists(snapshot_id - 1) if snapshot_id > 1 else store.latest_id() is None
+        if not current:
+            log.info("snapshot %d of %s is no longer the next one (expiry or rollback moved on); retrying",
+                     snapshot_id, self.c.table)
+        return current
 
     def _is_ours(self, snapshot: Snapshot) -> bool:
         """After a reported failure, whether ``snapshot-N`` holds exactly what we wrote.

@@ -206,12 +206,9 @@ class SnapshotStore:
         return found
 
     def try_publish(self, snapshot: Snapshot) -> bool:
-        """Create ``snapshot-N`` if absent; True when this call created it."""
-        created = self.file_io.create_if_absent(self.file(snapshot.id),
-                                                snapshot.to_json().encode("utf-8"))
-        if created:
-            self.write_latest_hint(snapshot.id)
-        return created
+        """Create ``snapshot-N`` if absent; True when this call created it. The caller updates
+        the ``LATEST`` hint once it has checked the id was really free (see commit)."""
+        return self.file_io.create_if_absent(self.file(snapshot.id), snapshot.to_json().encode("utf-8"))
 
     def write_latest_hint(self, snapshot_id: int) -> None:
         """Best effort: a stale or missing hint only costs a directory listing."""
