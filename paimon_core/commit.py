@@ -365,7 +365,7 @@ class _Attempt:
                 if found is not None:
                     log.info("commit to %s found already landed as snapshot %d", self.c.table, found)
                     return found
-            outcome = self._try_once(latest)
+            outcome = self._try_once_or_lost(latest)
             if isinstance(outcome, int):
                 return outcome
             if outcome == "empty":
@@ -383,6 +383,18 @@ class _Attempt:
                 raise CommitConflictError(message, snapshot_id=target)
             wait = min(options.commit_min_retry_wait_ms * 2 ** (retry - 1), options.commit_max_retry_wait_ms)
             self.c.sleep(wait * (1 + random.random() * 0.2) / 1000)
+
+    def _try_once_or_lost(self, latest: Snapshot | None) -> int | str:
+        """An attempt whose base was expired under it (its manifests are gone) lost its race:
+        the table moved on, so the next attempt rebuilds on the new latest snapshot."""
+        try:
+            return self._try_once(latest)
+        except (FileNotFoundError, SnapshotNotFoundError):  # MissingFileError included
+            if latest is None or self.c.snapshots.exists(latest.id):
+                raise
+            log.info("the base snapshot %d of this commit to %s was expired while it was prepared; retrying",
+                     latest.id, self.c.table)
+            return "lost"
 
     def _try_once(self, latest: Snapshot | None) -> int | str:
         c = self.c

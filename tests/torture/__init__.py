@@ -1,0 +1,1 @@
+"""Concurrency torture: writer, compaction and expiry processes racing on one PK and one append table."""
