@@ -41,7 +41,8 @@ import queue as queue_module
 import random
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -269,9 +270,21 @@ def _commit_as_a_user(table: pc.Table, kind: str, writer: int, seq: int, cfg: To
     return record
 
 
+@contextmanager
+def _reported(results: Any, role: str, index: int, report: dict[str, Any]) -> Iterator[None]:
+    """Whatever happens in the process, the parent gets its report (a crash recorded in it)."""
+    try:
+        yield
+    except BaseException as exc:
+        report["fatal"] = _describe(exc) + "\n" + traceback.format_exc(limit=8)
+    finally:
+        report["finished_at"] = time.time()
+        results.put((role, index, report))
+
+
 def writer_main(target: Target, cfg: TortureConfig, writer: int, barrier: Any, results: Any) -> None:
     report: dict[str, Any] = {"records": [], "fatal": None, "skipped": 0}
-    try:
+    with _reported(results, "writer", writer, report):
         catalog = target.catalog()
         rng = random.Random(cfg.seed * 1_000 + writer)
         tables = {kind: _writer_table(catalog.get_table(name), writer, cfg, rng) for kind, name in TABLES.items()}
@@ -287,11 +300,6 @@ def writer_main(target: Target, cfg: TortureConfig, writer: int, barrier: Any, r
                 report["records"].append(_commit_as_a_user(tables[kind], kind, writer, seq, cfg))
                 if cfg.jitter_s:
                     time.sleep(rng.uniform(0, cfg.jitter_s))
-    except BaseException as exc:
-        report["fatal"] = _describe(exc) + "\n" + traceback.format_exc(limit=8)
-    finally:
-        report["finished_at"] = time.time()
-        results.put(("writer", writer, report))
 
 
 # ---- compactors ----------------------------------------------------------------------------------
@@ -299,7 +307,7 @@ def writer_main(target: Target, cfg: TortureConfig, writer: int, barrier: Any, r
 def compactor_main(target: Target, cfg: TortureConfig, index: int, barrier: Any, stop: Any, results: Any) -> None:
     report: dict[str, Any] = {"runs": [], "fatal": None}
     user = f"compactor-{index}"
-    try:
+    with _reported(results, "compactor", index, report):
         catalog = target.catalog()
         tables = {kind: catalog.get_table(name) for kind, name in TABLES.items()}
         rng = random.Random(cfg.seed * 2_000 + index)
@@ -328,18 +336,13 @@ def compactor_main(target: Target, cfg: TortureConfig, index: int, barrier: Any,
             report["runs"].append(run)
             loop += 1
             time.sleep(rng.uniform(0, cfg.compaction_pause_s))
-    except BaseException as exc:
-        report["fatal"] = _describe(exc) + "\n" + traceback.format_exc(limit=8)
-    finally:
-        report["finished_at"] = time.time()
-        results.put(("compactor", index, report))
 
 
 # ---- expiry --------------------------------------------------------------------------------------
 
 def expiry_main(target: Target, cfg: TortureConfig, barrier: Any, stop: Any, results: Any) -> None:
     report: dict[str, Any] = {"runs": [], "fatal": None}
-    try:
+    with _reported(results, "expiry", 0, report):
         catalog = target.catalog()
         tables = {kind: catalog.get_table(name) for kind, name in TABLES.items()}
         barrier.wait(timeout=cfg.barrier_timeout_s)
@@ -354,11 +357,6 @@ def expiry_main(target: Target, cfg: TortureConfig, barrier: Any, stop: Any, res
             time.sleep(cfg.expiry_pause_s)
         for kind in ("append", "pk"):  # a last pass once the writers are done (bounds what is retained)
             report["runs"].append(_expire(tables[kind], kind, cfg, orphans=False))
-    except BaseException as exc:
-        report["fatal"] = _describe(exc) + "\n" + traceback.format_exc(limit=8)
-    finally:
-        report["finished_at"] = time.time()
-        results.put(("expiry", 0, report))
 
 
 def _expire(table: pc.Table, kind: str, cfg: TortureConfig, *, orphans: bool) -> dict[str, Any]:
