@@ -56,7 +56,7 @@ NAMED_POINTS: dict[str, tuple[str, Fault]] = {
     "after manifests": ("write", Fault("write", r"/manifest/manifest-list-", 1, "kill_before")),
     "before snapshot create": ("write", Fault("create", r"/snapshot/snapshot-\d+$", 1, "kill_before")),
     "after snapshot create": ("write", Fault("create", r"/snapshot/snapshot-\d+$", 1, "kill_after")),
-    "mid-compaction": ("compact", Fault("output", r"/bucket-", 2, "kill_before")),
+    "mid-compaction": ("compact", Fault("output", r"/bucket-", 1, "kill_after")),  # one file written
     "mid-expiry": ("expire", Fault("delete", r".", 2, "kill_before")),
     "mid-orphan-GC": ("orphans", Fault("delete", r".", 2, "kill_before")),
 }
@@ -134,11 +134,13 @@ def storage(warehouse: str, storage_options: dict[str, Any] | None) -> tuple[fss
     return file_io.fs, root
 
 
-def run_operation(table: Table, operation: str, change: Change | None) -> int | None:
-    """The operation under test; the same code re-runs a write from a clean client."""
+def run_operation(table: Table, operation: str, change: Change | None, *, compacts: bool = True) -> int | None:
+    """The operation under test; the same code re-runs a write from a clean client. ``compacts``
+    False leaves level 0 to a compaction trial (as a write-only writer would)."""
     if operation == "write":
         assert change is not None
         with table.new_write(commit_user=change.user, commit_identifier=change.identifier) as writer:
+            writer.compacts = writer.compacts and compacts
             if table.name == PK:
                 writer.write(pa.table({"id": [k for _, k, _ in change.upserts],
                                        "qty": [q for _, _, q in change.upserts],
@@ -224,10 +226,10 @@ class Trials:
         for name in (PK, LOGS):
             self._clean_writes(name, 3)
 
-    def _clean_writes(self, name: str, count: int) -> None:
+    def _clean_writes(self, name: str, count: int, *, compacts: bool = True) -> None:
         for _ in range(count):
             change = self._next_change()
-            run_operation(self.table(name), "write", change)
+            run_operation(self.table(name), "write", change, compacts=compacts)
             self.model = change.apply(self.model, name)
 
     def table(self, name: str) -> Table:
@@ -250,7 +252,7 @@ class Trials:
         if operation == "orphans":
             self._plant_leftovers(name)
         if operation == "compact":
-            self._clean_writes(name, 2)  # level-0 files for the compaction to rewrite
+            self._clean_writes(name, 2, compacts=False)  # level-0 files for the compaction to rewrite
         result_path = str(self.root / f"result-{self.serial}-{time.monotonic_ns()}.json")
         spec = TrialSpec(self.warehouse, self.store.storage_options, name, operation, faults, change, result_path)
         proc = self.ctx.Process(target=child, args=(spec,))
