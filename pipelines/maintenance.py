@@ -425,13 +425,19 @@ def expiry_metadata(table: pc.Table, plan: ExpiryPlan, before: SnapshotSpan, aft
     }
 
 
+def maintenance_target(context: dg.OpExecutionContext, config: ExpireSnapshotsConfig | RemoveOrphanFilesConfig,
+                       catalog: PaimonCatalogResource) -> tuple[pc.Table, int | None]:
+    """The table a maintenance run works on, after checking the run carries its tag, and the
+    configured ``older_than`` as epoch milliseconds (None: the table's own window)."""
+    check_maintenance_tag(context, config.table)
+    return catalog.table(config.table), parse_time(config.older_than, now_ms=current_ms(), field="older_than")
+
+
 @dg.op(tags={"paimon/operation": "expire-snapshots"})
 def expire_snapshots(context: dg.OpExecutionContext, config: ExpireSnapshotsConfig,
                      catalog: PaimonCatalogResource) -> dg.Output[ExpiryPlan]:
     """Expire the table's old snapshots and the files only they reached; observe the table's asset."""
-    check_maintenance_tag(context, config.table)
-    table = catalog.table(config.table)
-    older_than = parse_time(config.older_than, now_ms=current_ms(), field="older_than")
+    table, older_than = maintenance_target(context, config, catalog)
     before = SnapshotSpan.of(table)
     # Before expiry, as maintaining writers do: the tag keeps the period's last snapshot.
     tags = table.create_automatic_tags() if not config.dry_run and automatic_tags(table) else None
@@ -489,9 +495,7 @@ def orphans_metadata(table: pc.Table, result: OrphanFiles, *, forced: bool) -> d
 def remove_orphan_files(context: dg.OpExecutionContext, config: RemoveOrphanFilesConfig,
                         catalog: PaimonCatalogResource) -> dg.Output[OrphanFiles]:
     """Delete the table's files that nothing references and that are older than the window."""
-    check_maintenance_tag(context, config.table)
-    table = catalog.table(config.table)
-    older_than = parse_time(config.older_than, now_ms=current_ms(), field="older_than")
+    table, older_than = maintenance_target(context, config, catalog)
     if config.force and not config.dry_run:
         busy = writers_running(context.instance, config.table, own_run_id=context.run_id)
         if busy:
