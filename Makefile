@@ -2,10 +2,11 @@
 PYTHON ?= python3.11
 VENV := .venv
 ORACLE := .venv-oracle
+JAVA_ORACLE := .java-oracle
 BIN := $(VENV)/bin
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 
-.PHONY: demo test lint venv oracle bench ui clean
+.PHONY: demo test lint venv oracle java-oracle bench ui clean
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,8 +23,19 @@ $(ORACLE)/.installed:
 		echo "WARNING: could not install pypaimon==2.1.0 into $(ORACLE); interop tests will be SKIPPED" >&2; \
 	fi
 
+# Apache Paimon's Java core (0.9.0, from the PyPI sdist pypaimon==0.2.0) with Hadoop's client jars
+# (and netty-common, which Arrow's Java vectors use; from the sdist pyspark==3.5.3) is the second oracle; the tests compile its driver with the JDK.
+# Without a JDK or the jars the Java interop tests skip, loudly.
+$(JAVA_ORACLE)/.installed: tests/interop/java/install.sh
+	@if tests/interop/java/install.sh $(BIN)/pip $(JAVA_ORACLE); then \
+		touch $@; \
+	else \
+		echo "WARNING: could not build the Java oracle in $(JAVA_ORACLE); Java interop tests will be SKIPPED" >&2; \
+	fi
+
 venv: $(VENV)/.installed
 oracle: $(ORACLE)/.installed
+java-oracle: venv $(JAVA_ORACLE)/.installed
 
 demo: venv
 	$(BIN)/python -m pipelines.demo
@@ -33,7 +45,7 @@ lint: venv
 	$(BIN)/mypy
 
 # The storage tests need S3: SeaweedFS and moto are started on 127.0.0.1 and stopped by PID.
-test: venv oracle lint
+test: venv oracle java-oracle lint
 	tests/s3/with_servers.sh $(BIN)/python $(BIN)/pytest
 
 bench: venv oracle

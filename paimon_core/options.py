@@ -239,6 +239,9 @@ class TableOptions:
                                              _at_least(1))
     deletion_vectors_enabled: bool = opt("deletion-vectors.enabled", False,
                                          "Merge-on-write through deletion vectors.", _parse_bool)
+    deletion_vectors_merge_on_read: bool = opt("deletion-vectors.merge-on-read", False,
+                                               "Batch reads of deletion-vector tables merge level 0 too "
+                                               "(uncompacted rows visible, slower reads).", _parse_bool)
     # --- compaction ----------------------------------------------------------------------
     sorted_run_compaction_trigger: int = opt("num-sorted-run.compaction-trigger", 5,
                                              "Sorted runs that start a compaction; lower reads "
@@ -417,6 +420,16 @@ class TableOptions:
     def compaction_file_size(self, *, primary_key: bool) -> int:
         """Files smaller than this are small: compaction rewrites them instead of moving them."""
         return int(self.target_file_size_for(primary_key=primary_key) * self.compaction_small_file_ratio)
+
+    def batch_scan_skips_level0(self, *, primary_key: bool) -> bool:
+        """Whether batch reads leave level-0 files out, as Java's ``batchScanSkipLevel0``:
+        deletion-vector tables (unless ``deletion-vectors.merge-on-read``) and first-row tables
+        show a written row once compaction has moved it out of level 0."""
+        if not primary_key:
+            return False
+        if self.deletion_vectors_enabled:
+            return not self.deletion_vectors_merge_on_read
+        return self.merge_engine == "first-row"
 
     @property
     def sequence_descending(self) -> bool:

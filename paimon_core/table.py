@@ -45,7 +45,7 @@ from paimon_core.read.changes import (
     carries_changes,
     change_entries,
     change_splits,
-    check_changes_readable,
+    warn_if_changes_are_inputs,
 )
 from paimon_core.read.merge_read import MergeSplitReader
 from paimon_core.read.predicate import Predicate, parse_filter
@@ -311,7 +311,7 @@ class Table:
         if snapshot is None:
             return []
         predicate, _ = self._filters(filter, schema)
-        return TableScan(self.file_io, self.paths, self.schemas, snapshot, schema, predicate).plan()
+        return self._scan(snapshot, schema, predicate)
 
     def to_batches(self, columns: Sequence[str] | None = None, filter: Any = None, *,
                    snapshot_id: int | None = None, timestamp_ms: int | None = None,
@@ -419,7 +419,7 @@ class Table:
                             until_latest=until_latest, timeout_s=timeout_s)
 
     def _change_reader(self, columns: Sequence[str] | None, filter: Any) -> ChangeReader:
-        check_changes_readable(self.schema, self.options, self.name)
+        warn_if_changes_are_inputs(self.schema, self.options, self.name)
         return ChangeReader(self._reader(self.schema, columns, filter))
 
     def _snapshot_changes(self, snapshot_id: int, reader: ChangeReader) -> ChangeBatch | None:
@@ -439,7 +439,7 @@ class Table:
         """
         snapshot = self.snapshot_store.snapshot(snapshot_id)
         reader = self._reader(self.schema, columns, filter)
-        splits = self._splits(snapshot, self.schema, reader)
+        splits = self._splits(snapshot, self.schema, reader, batch=False)
         producer = self.options.changelog_producer
         if self.schema.primary_keys and producer in ("lookup", "full-compaction"):
             keep = (lambda f: f.level > 0) if producer == "lookup" else (
@@ -472,11 +472,18 @@ class Table:
                            predicate=predicate, expression=expression, table=self.name)
 
     def _splits(self, snapshot: Snapshot | None, schema: TableSchema,
-                reader: SplitReader) -> list[DataSplit]:
+                reader: SplitReader, *, batch: bool = True) -> list[DataSplit]:
         if snapshot is None:
             return []
-        return TableScan(self.file_io, self.paths, self.schemas, snapshot, schema,
-                         reader.predicate).plan()
+        return self._scan(snapshot, schema, reader.predicate, batch=batch)
+
+    def _scan(self, snapshot: Snapshot, schema: TableSchema, predicate: Predicate | None, *,
+              batch: bool = True) -> list[DataSplit]:
+        """The splits of a snapshot; ``batch`` reads follow Java's level-0 rule
+        (:meth:`TableOptions.batch_scan_skips_level0`), streams their own."""
+        skip = batch and self.options.batch_scan_skips_level0(primary_key=bool(schema.primary_keys))
+        return TableScan(self.file_io, self.paths, self.schemas, snapshot, schema, predicate,
+                         skip_level0=skip).plan()
 
     def _filters(self, filter: Any, schema: TableSchema) -> tuple[Predicate | None, pc.Expression | None]:
         if isinstance(filter, pc.Expression):

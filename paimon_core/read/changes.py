@@ -9,12 +9,12 @@ none). Append tables change only by APPEND snapshots, every row an insert.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimon_core.errors import UnsupportedFeatureError
 from paimon_core.fileio import FileIO
 from paimon_core.keyvalue import VALUE_KIND
 from paimon_core.layout import TablePaths
@@ -27,25 +27,27 @@ from paimon_core.read.split_read import READ_THREADS, SplitReader
 from paimon_core.schema import TableSchema
 from paimon_core.snapshot import Snapshot
 
+log = logging.getLogger(__name__)
+
 ROW_KIND = "_row_kind"  # pypaimon's name for the row kind column of streaming reads
 KIND_NAMES = ("+I", "-U", "+U", "-D")
 _KIND_ARRAY = pa.array(KIND_NAMES, pa.string())
 
 
-def check_changes_readable(schema: TableSchema, options: TableOptions, table: str) -> None:
-    """Refuse change reads whose result would not be a changelog.
+def warn_if_changes_are_inputs(schema: TableSchema, options: TableOptions, table: str) -> bool:
+    """Log that the changes read are the written inputs, not merged changes; True if so.
 
     Without a changelog producer the delta files of partial-update and aggregation tables hold
     partial rows and partial sums, and those of first-row tables repeat keys that already
-    exist: only ``lookup`` or ``full-compaction`` turn them into real changes.
+    exist. Java's streaming and incremental scans return those rows as they are (only Flink's
+    source refuses such tables): so do we, and say what they are.
     """
-    if not schema.primary_keys or options.changelog_producer != "none":
-        return
-    if options.merge_engine != "deduplicate":
-        raise UnsupportedFeatureError(
-            f"table {table} uses merge-engine {options.merge_engine} with changelog-producer none: its "
-            "delta files are not its changes; set changelog-producer to lookup or full-compaction "
-            "(ALTER TABLE ... SET) to read changes from it")
+    if not schema.primary_keys or options.changelog_producer != "none" or options.merge_engine == "deduplicate":
+        return False
+    log.warning("table %s uses merge-engine %s with changelog-producer none: its changes are the rows as "
+                "written, not the merged changes; set changelog-producer to lookup or full-compaction "
+                "(ALTER TABLE ... SET) for a changelog of merged rows", table, options.merge_engine)
+    return True
 
 
 def carries_changes(snapshot: Snapshot, *, primary_key: bool, producer: str) -> bool:

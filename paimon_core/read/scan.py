@@ -129,8 +129,10 @@ class TableScan:
     """Plans which files of a snapshot a read needs."""
 
     def __init__(self, file_io: FileIO, paths: TablePaths, schemas: SchemaStore,
-                 snapshot: Snapshot, read_schema: TableSchema, predicate: Predicate | None) -> None:
+                 snapshot: Snapshot, read_schema: TableSchema, predicate: Predicate | None, *,
+                 skip_level0: bool = False) -> None:
         self.file_io = file_io
+        self.skip_level0 = skip_level0
         self.paths = paths
         self.schemas = schemas
         self.snapshot = snapshot
@@ -144,6 +146,8 @@ class TableScan:
         entries = live_entries(self.file_io, self.paths, self.snapshot,
                                manifest_filter=self._manifest_may_match,
                                entry_filter=self._partition_may_match)
+        if self.skip_level0:
+            entries = [e for e in entries if e.file.level > 0]
         self.files_before_stats = len(entries)
         entries = [e for e in entries if self._stats_may_match(e.file)]
         deletion_files = self._deletion_files()

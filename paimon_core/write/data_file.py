@@ -35,6 +35,28 @@ def local_now_millis() -> int:
     return int((now + offset) * 1000)
 
 
+def _timestamp_units(data_type: pa.DataType) -> set[str]:
+    """Units of every timestamp inside a (nested) Arrow type."""
+    if pa.types.is_timestamp(data_type):
+        return {data_type.unit}
+    units: set[str] = set()
+    for i in range(data_type.num_fields):
+        units |= _timestamp_units(data_type.field(i).type)
+    return units
+
+
+def parquet_int96(schema: pa.Schema) -> bool:
+    """Whether a Parquet file of ``schema`` stores its timestamps as INT96, as Java does for
+    TIMESTAMP(7..9) (its readers before Paimon 2.0 take nothing else there). pyarrow's INT96
+    switch covers every column of a file, and those readers take INT96 for nothing else: a
+    file mixing nanosecond and coarser timestamps keeps INT64 with the NANOS unit, which
+    Paimon reads from 2.0 on."""
+    units: set[str] = set()
+    for f in schema:
+        units |= _timestamp_units(f.type)
+    return units == {"ns"}
+
+
 class _FormatWriter:
     """One open data file of a given format."""
 
@@ -48,9 +70,12 @@ class _FormatWriter:
             level = options.file_compression_zstd_level if compression == "zstd" else None
             # Keys and sequence numbers are near-unique: dictionary encoding them is wasted work.
             dictionary = [f.name for f in schema if not f.name.startswith(("_KEY_", "_SEQUENCE_NUMBER"))]
+            # DECIMAL of precision <= 9 / <= 18 as INT32 / INT64, as Java's ParquetSchemaConverter
+            # writes them (its readers take those widths only as integers).
             self._parquet = pq.ParquetWriter(sink, schema, compression=compression,
                                              compression_level=level, version="2.6",
-                                             use_dictionary=dictionary,
+                                             use_dictionary=dictionary, store_decimal_as_integer=True,
+                                             use_deprecated_int96_timestamps=parquet_int96(schema),
                                              write_statistics=True, write_page_index=True)
         else:
             self._time_columns = [i for i, f in enumerate(schema) if pa.types.is_time(f.type)]

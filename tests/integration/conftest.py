@@ -18,6 +18,13 @@ def events(ids: range | list[int], dt: str = "2024-01-01") -> pa.Table:
     return pa.table({"id": ids, "msg": [f"m{i}" for i in ids], "dt": [dt] * len(ids)}, schema=EVENTS)
 
 
+def merged_view(table: pc.Table) -> pa.Table:
+    """Every level merged, level 0 included: the initial batch of a latest-full stream. Batch
+    reads of first-row and deletion-vector tables leave level 0 out (Java's rule)."""
+    [initial] = list(table.stream("latest-full", until_latest=True, poll_interval_s=0))[:1]
+    return initial.data.drop_columns([pc.ROW_KIND])
+
+
 def files_under(root: Path) -> set[str]:
     """Every regular file below ``root`` (relative paths)."""
     out = set()

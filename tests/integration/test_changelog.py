@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import random
 import threading
 import time
@@ -12,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 import paimon_core as pc
-from paimon_core.errors import SnapshotNotFoundError, UnsupportedFeatureError
+from paimon_core.errors import SnapshotNotFoundError
 from tests.integration.conftest import EVENTS, events, files_under
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string()), ("rk", pa.string())])
@@ -105,12 +106,23 @@ def test_producer_none_reads_append_deltas_and_skips_compactions(catalog: pc.Cat
 
 
 @pytest.mark.parametrize("engine", ["partial-update", "aggregation", "first-row"])
-def test_changes_of_non_deduplicate_tables_need_a_real_producer(catalog: pc.Catalog, engine: str) -> None:
-    table = pk_table(catalog, engine.replace("-", "_"), **{"merge-engine": engine, "rowkind.field": ""})
-    with pytest.raises(UnsupportedFeatureError, match="lookup or full-compaction"):
-        table.read_changes()
-    with pytest.raises(UnsupportedFeatureError, match=engine):
-        table.stream()
+def test_changes_of_non_deduplicate_tables_without_producer_are_their_inputs(
+        catalog: pc.Catalog, engine: str, caplog: pytest.LogCaptureFixture) -> None:
+    """As Java's scans (only Flink's source refuses such tables): the delta files' rows, with a warning."""
+    table = catalog.create_table(f"db.{engine.replace('-', '_')}", schema=SCHEMA, primary_keys=["id"],
+                                 options={"bucket": "2", "merge-engine": engine})
+    table.write(pa.table({"id": [1, 2], "v": ["a", None], "rk": ["x", "y"]}, schema=SCHEMA))
+    table.write(pa.table({"id": [1], "v": [None], "rk": ["z"]}, schema=SCHEMA))
+    with caplog.at_level(logging.WARNING, logger="paimon_core"):
+        changes = table.read_changes()
+    assert sorted((r["_row_kind"], r["id"], r["v"] or "") for r in changes.to_pylist()) == [
+        ("+I", 1, ""), ("+I", 1, "a"), ("+I", 2, "")]  # the inputs, not the merged rows
+    assert any("not the merged changes" in r.getMessage() and engine in r.getMessage() for r in caplog.records)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="paimon_core"):
+        streamed = list(table.stream("from-snapshot", snapshot_id=1, until_latest=True, poll_interval_s=0))
+    assert [b.data.num_rows for b in streamed] == [2, 1]
+    assert any("not the merged changes" in r.getMessage() for r in caplog.records)
 
 
 def test_append_table_changes_are_the_appended_rows(catalog: pc.Catalog) -> None:

@@ -1,14 +1,17 @@
-"""Fixtures driving the official pypaimon 2.1.0 (in .venv-oracle) as an independent oracle."""
+"""Fixtures driving the independent oracles: pypaimon 2.1.0 (in .venv-oracle) and Apache Paimon's Java
+core 0.9.0 (jars in .java-oracle, driver compiled here), both run by subprocess on JSON step lists."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pyarrow as pa
 import pytest
@@ -17,13 +20,21 @@ from pyarrow import ipc
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).with_name("oracle_driver.py")
 ORACLE_PYTHON = Path(os.environ.get("PAIMON_ORACLE_PYTHON", ROOT / ".venv-oracle" / "bin" / "python"))
+JAVA_ORACLE = Path(os.environ.get("PAIMON_JAVA_ORACLE", ROOT / ".java-oracle"))
+JAVA_DRIVER = Path(__file__).with_name("java") / "PaimonJavaOracle.java"
+JAVA_JARS = ("paimon-python-java-bridge-0.9.0.jar", "hadoop-client-api-3.3.4.jar",
+             "hadoop-client-runtime-3.3.4.jar", "commons-logging-1.1.3.jar", "netty-common-4.1.96.Final.jar")
+# Arrow's Java memory needs java.nio opened on JDK 17; UTC makes TIMESTAMP WITH LOCAL TIME ZONE
+# columns cross as Arrow timestamps in UTC, as ours are.
+JAVA_FLAGS = ("--add-opens=java.base/java.nio=ALL-UNNAMED", "-Duser.timezone=UTC", "-Xmx2g", "-XX:+UseSerialGC")
 
 
-class Oracle:
-    """Runs pypaimon steps in the oracle virtualenv, exchanging tables as Arrow IPC files."""
+class StepOracle:
+    """Runs a driver's JSON step lists by subprocess, exchanging tables as Arrow IPC files."""
 
-    def __init__(self, python: Path, workdir: Path) -> None:
-        self.python = python
+    name = "oracle"
+
+    def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
         self._count = 0
 
@@ -42,16 +53,23 @@ class Oracle:
         with pa.memory_map(path) as source:
             return ipc.open_file(source).read_all()
 
+    def command(self, spec: Path, result: Path) -> list[str]:
+        raise NotImplementedError
+
+    def prepare(self, step: dict[str, Any]) -> dict[str, Any]:
+        """The step as this driver takes it."""
+        return step
+
     def run(self, warehouse: Path | str, steps: list[dict[str, Any]],
             catalog_options: dict[str, str] | None = None) -> list[Any]:
-        """pypaimon's results of ``steps``; ``catalog_options`` e.g. reach an S3 endpoint."""
+        """The oracle's results of ``steps``; ``catalog_options`` e.g. reach an S3 endpoint."""
         spec, result = self._path(".json"), self._path(".result.json")
-        spec.write_text(json.dumps({"warehouse": str(warehouse), "steps": steps,
+        spec.write_text(json.dumps({"warehouse": str(warehouse), "steps": [self.prepare(s) for s in steps],
                                     "catalog_options": catalog_options or {}}))
-        proc = subprocess.run([str(self.python), str(DRIVER), str(spec), str(result)],
-                              capture_output=True, text=True, timeout=600, check=False)
+        proc = subprocess.run(self.command(spec, result), capture_output=True, text=True, timeout=600,
+                              check=False)
         if proc.returncode != 0:
-            raise AssertionError(f"pypaimon failed:\n{proc.stderr[-4000:]}")
+            raise AssertionError(f"{self.name} failed:\n{proc.stderr[-6000:]}")
         return list(json.loads(result.read_text()))
 
     def read_snapshots(self, warehouse: Path | str, table: str, snapshot_ids: list[int],
@@ -62,12 +80,54 @@ class Oracle:
                              for sid, out in outs.items()], catalog_options)
         return {sid: self.load(out) for sid, out in outs.items()}
 
-
-    def read_changes(self, warehouse: Path, table: str, start: int, end: int) -> dict[int, pa.Table]:
-        """pypaimon's streaming read of each snapshot's changes in [start, end] (snapshots with changes)."""
+    def read_changes(self, warehouse: Path | str, table: str, start: int, end: int,
+                     **options: Any) -> dict[int, pa.Table]:
+        """The oracle's streaming read of each snapshot's changes in [start, end] (snapshots with changes)."""
         out = str(self._path(".changes"))
-        [ids] = self.run(warehouse, [{"op": "changes", "table": table, "start": start, "end": end, "out": out}])
+        [ids] = self.run(warehouse, [{"op": "changes", "table": table, "start": start, "end": end, "out": out,
+                                      **options}])
         return {sid: self.load(f"{out}-{i}") for i, sid in enumerate(ids)}
+
+
+class Oracle(StepOracle):
+    """pypaimon 2.1.0 in the oracle virtualenv (tests/interop/oracle_driver.py)."""
+
+    name = "pypaimon"
+
+    def __init__(self, python: Path, workdir: Path) -> None:
+        super().__init__(workdir)
+        self.python = python
+
+    def command(self, spec: Path, result: Path) -> list[str]:
+        return [str(self.python), str(DRIVER), str(spec), str(result)]
+
+
+def java_fields(schema: pa.Schema) -> list[dict[str, Any]]:
+    """Paimon's JSON types of an Arrow schema, for the Java driver's create_table."""
+    from paimon_core.types import from_arrow_type, type_to_json
+
+    counter = [len(schema)]
+    return [{"name": f.name, "type": type_to_json(from_arrow_type(f.type, f.nullable, counter))} for f in schema]
+
+
+class JavaOracle(StepOracle):
+    """Apache Paimon 0.9.0's Java core (tests/interop/java/PaimonJavaOracle.java)."""
+
+    name = "Java Paimon"
+
+    def __init__(self, java: str, classpath: str, workdir: Path) -> None:
+        super().__init__(workdir)
+        self.java = java
+        self.classpath = classpath
+
+    def command(self, spec: Path, result: Path) -> list[str]:
+        return [self.java, *JAVA_FLAGS, "-cp", self.classpath, "PaimonJavaOracle", str(spec), str(result)]
+
+    def prepare(self, step: dict[str, Any]) -> dict[str, Any]:
+        if step["op"] == "create_table" and "schema" in step:
+            step = {**step, "fields": java_fields(self.load(step["schema"]).schema)}
+            del step["schema"]
+        return step
 
 
 def _oracle_available() -> str | None:
@@ -82,12 +142,49 @@ def _oracle_available() -> str | None:
     return None
 
 
+def _java_oracle(workdir: Path) -> JavaOracle | str:
+    """The compiled Java oracle, or why it cannot be had."""
+    java, javac = shutil.which("java"), shutil.which("javac")
+    if java is None or javac is None:
+        return "no java/javac on PATH (install a JDK 17, e.g. Debian openjdk-17-jdk-headless)"
+    jars = [JAVA_ORACLE / "jars" / name for name in JAVA_JARS]
+    absent = [str(j) for j in jars if not j.is_file()]
+    if absent:
+        return f"{', '.join(absent)} missing (run `make java-oracle`)"
+    source = JAVA_DRIVER.read_bytes()
+    classes = JAVA_ORACLE / "classes" / hashlib.sha256(source).hexdigest()[:16]
+    jar_path = ":".join(str(j) for j in jars)
+    if not (classes / "PaimonJavaOracle.class").is_file():
+        partial = Path(f"{classes}.partial-{os.getpid()}")
+        partial.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.run([javac, "-nowarn", "-d", str(partial), "-cp", jar_path, str(JAVA_DRIVER)],
+                              capture_output=True, text=True, check=False)
+        if proc.returncode != 0:  # our own code: a failure, never a skip
+            raise AssertionError(f"{JAVA_DRIVER} does not compile:\n{proc.stderr[-3000:]}")
+        try:
+            partial.rename(classes)
+        except OSError:  # compiled concurrently by another worker: theirs is the same source
+            shutil.rmtree(partial, ignore_errors=True)
+    return JavaOracle(java, f"{jar_path}:{classes}", workdir)
+
+
+def _skip_loudly(message: str) -> NoReturn:
+    print(message, file=sys.stderr)
+    warnings.warn(message, stacklevel=1)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def java_oracle(tmp_path_factory: pytest.TempPathFactory) -> JavaOracle:
+    made = _java_oracle(tmp_path_factory.mktemp("java-oracle"))
+    if isinstance(made, str):
+        _skip_loudly(f"JAVA INTEROP TESTS SKIPPED: the Java Paimon oracle cannot be used: {made}")
+    return made
+
+
 @pytest.fixture(scope="session")
 def oracle(tmp_path_factory: pytest.TempPathFactory) -> Oracle:
     reason = _oracle_available()
     if reason is not None:
-        message = f"INTEROP TESTS SKIPPED: the pypaimon oracle cannot be used: {reason}"
-        print(message, file=sys.stderr)
-        warnings.warn(message, stacklevel=1)
-        pytest.skip(message)
+        _skip_loudly(f"INTEROP TESTS SKIPPED: the pypaimon oracle cannot be used: {reason}")
     return Oracle(ORACLE_PYTHON, tmp_path_factory.mktemp("oracle"))
