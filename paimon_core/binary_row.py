@@ -58,6 +58,11 @@ def encode_row(values: Sequence[Any], types: Sequence[DataType]) -> bytes:
     for i, (value, data_type) in enumerate(zip(values, types)):
         if value is None:
             fixed[(i + 8) // 8] |= 1 << ((i + 8) % 8)
+            reserved = _null_reservation(data_type)
+            if reserved:  # Java keeps a null wide decimal's or timestamp's out-of-line bytes
+                slot = width + 8 * i
+                fixed[slot:slot + 8] = struct.pack("<Q", (len(fixed) + len(var)) << 32)
+                var += bytes(reserved)
             continue
         if not isinstance(data_type, AtomicType):
             raise UnsupportedFeatureError(f"cannot encode a non-null {data_type} in a BinaryRow")
@@ -83,7 +88,7 @@ def _encode_slot(value: Any, data_type: AtomicType, var_offset: int) -> tuple[by
         unscaled = _unscaled(value, data_type.scale)
         if _is_compact(data_type):
             return struct.pack("<q", unscaled), b""
-        raw = unscaled.to_bytes((unscaled.bit_length() + 8) // 8 or 1, "big", signed=True)
+        raw = unscaled.to_bytes(_java_byte_length(unscaled), "big", signed=True)
         return struct.pack("<Q", (var_offset << 32) | len(raw)), raw.ljust(16, b"\0")
     if root in ("TIMESTAMP", "TIMESTAMP_LTZ"):
         millis, nano_of_milli = divmod(int(value), _NANOS_PER_MILLI)
@@ -97,6 +102,19 @@ def _encode_slot(value: Any, data_type: AtomicType, var_offset: int) -> tuple[by
         padded = raw + b"\0" * (-len(raw) % 8)
         return struct.pack("<Q", (var_offset << 32) | len(raw)), padded
     raise UnsupportedFeatureError(f"cannot encode type {data_type} in a BinaryRow")
+
+
+def _java_byte_length(value: int) -> int:
+    """Length of Java's ``BigInteger.toByteArray()``: the shortest two's complement."""
+    return (value if value >= 0 else ~value).bit_length() // 8 + 1
+
+
+def _null_reservation(data_type: DataType) -> int:
+    """Out-of-line bytes Java's writer reserves for a null of this type (``writeDecimal`` and
+    ``writeTimestamp`` with a null value keep their space for a later update)."""
+    if not isinstance(data_type, AtomicType) or _is_compact(data_type):
+        return 0
+    return 16 if data_type.root == "DECIMAL" else 8 if data_type.root in ("TIMESTAMP", "TIMESTAMP_LTZ") else 0
 
 
 def _low_bytes(value: int, root: str) -> bytes:
@@ -337,7 +355,7 @@ def _column_layout(column: pa.Array, data_type: AtomicType, valid: np.ndarray
     if root in STRING_ROOTS or root in BINARY_ROOTS:
         return _string_layout(column, valid)
     if root == "DECIMAL" and not _is_compact(data_type):
-        raise UnsupportedFeatureError("bucket keys of DECIMAL precision > 18 are not supported")
+        return _wide_decimal_layout(column, data_type, valid)
     if root in ("TIMESTAMP", "TIMESTAMP_LTZ"):
         nanos = _timestamp_nanos(column)
         millis = np.floor_divide(nanos, _NANOS_PER_MILLI).astype("<i8")
@@ -345,15 +363,37 @@ def _column_layout(column: pa.Array, data_type: AtomicType, valid: np.ndarray
             return _zero_invalid(millis.view(np.uint8).reshape(n, 8), valid), None, None
         nano_of_milli = (nanos - millis * _NANOS_PER_MILLI).astype("<u8")
         slot = _zero_invalid(nano_of_milli.view(np.uint8).reshape(n, 8), valid)
-        millis_bytes = np.ascontiguousarray(millis).view(np.uint8)
+        millis_bytes = np.ascontiguousarray(np.where(valid, millis, 0).astype("<i8")).view(np.uint8)
         builder = _VarBuilder(millis_bytes, np.arange(n, dtype=np.int64) * 8,
                               np.full(n, 8, dtype=np.int64))
-        return slot, np.where(valid, 8, 0), builder
+        return slot, np.full(n, 8, dtype=np.int64), builder  # nulls keep their 8 bytes, zeroed
     values = _fixed_values(column, data_type)
     raw = np.zeros((n, 8), dtype=np.uint8)
     as_bytes = values.view(np.uint8).reshape(n, -1)
     raw[:, :as_bytes.shape[1]] = as_bytes
     return _zero_invalid(raw, valid), None, None
+
+
+def _wide_decimal_layout(column: pa.Array, data_type: AtomicType, valid: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray, _VarBuilder]:
+    """DECIMAL(19..38): Java's ``toUnscaledBytes`` (shortest big-endian two's complement) in a
+    zeroed 16-byte out-of-line block, its length in the slot; nulls keep the block (length 0)."""
+    n = len(column)
+    target = pa.decimal128(data_type.precision, data_type.scale)
+    array = column.cast(target) if column.type != target else column
+    little = np.frombuffer(array.buffers()[1], dtype=np.uint8)[16 * array.offset:16 * (array.offset + n)]
+    big = np.ascontiguousarray(little.reshape(n, 16)[:, ::-1])
+    big[~valid] = 0
+    sign = big[:, 0] >> 7
+    extension = np.where(sign == 1, 0xFF, 0x00).astype(np.uint8)
+    redundant = (big[:, :15] == extension[:, None]) & ((big[:, 1:] >> 7) == sign[:, None])
+    skipped = np.cumprod(redundant, axis=1).sum(axis=1)
+    lengths = np.where(valid, 16 - skipped, 0).astype(np.int64)
+    slot = np.zeros((n, 8), dtype=np.uint8)
+    slot[:, :4] = lengths.astype("<u4").view(np.uint8).reshape(n, 4)
+    data = np.concatenate([big.reshape(-1), np.zeros(16, dtype=np.uint8)])
+    builder = _VarBuilder(data, np.arange(n, dtype=np.int64) * 16 + skipped, lengths)
+    return slot, np.full(n, 16, dtype=np.int64), builder
 
 
 def _zero_invalid(matrix: np.ndarray, valid: np.ndarray) -> np.ndarray:

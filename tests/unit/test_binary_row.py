@@ -118,6 +118,9 @@ def _arrow_and_internal(kind: str, values: list) -> tuple[pa.Array, list, object
     if kind == "decimal":
         decimals = [None if v is None else decimal.Decimal(v).scaleb(-2) for v in values]
         return pa.array(decimals, pa.decimal128(12, 2)), decimals, atomic("DECIMAL", 12, 2)
+    if kind == "decimal38":  # out-of-line: Java's shortest two's complement, nulls keep 16 bytes
+        decimals = [None if v is None else decimal.Decimal(v).scaleb(-10) for v in values]
+        return pa.array(decimals, pa.decimal128(38, 10)), decimals, atomic("DECIMAL", 38, 10)
     if kind == "ts6":
         epoch = datetime.datetime(1970, 1, 1)
         stamps = [None if v is None else epoch + datetime.timedelta(microseconds=v) for v in values]
@@ -131,6 +134,7 @@ _VALUES = {
     "bigint": st.integers(-(2**63), 2**63 - 1),
     "int": st.integers(-(2**31), 2**31 - 1),
     "decimal": st.integers(-(10**11), 10**11),
+    "decimal38": st.one_of(st.integers(-(10**38) + 1, 10**38 - 1), st.sampled_from([-128, 128, -1, 0, 255, -256])),
     "ts6": st.integers(-(10**15), 10**15),
 }
 

@@ -22,6 +22,8 @@ import org.apache.arrow.vector.ipc.ArrowFileReader;
 import org.apache.arrow.vector.ipc.ArrowFileWriter;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.paimon.Snapshot;
+import org.apache.paimon.append.UnawareAppendCompactionTask;
+import org.apache.paimon.append.UnawareAppendTableCompactionCoordinator;
 import org.apache.paimon.arrow.reader.ArrowBatchReader;
 import org.apache.paimon.arrow.vector.ArrowFormatWriter;
 import org.apache.paimon.catalog.Catalog;
@@ -36,6 +38,9 @@ import org.apache.paimon.data.JoinedRow;
 import org.apache.paimon.data.Timestamp;
 import org.apache.paimon.data.serializer.InternalRowSerializer;
 import org.apache.paimon.disk.IOManager;
+import org.apache.paimon.index.BucketAssigner;
+import org.apache.paimon.index.HashBucketAssigner;
+import org.apache.paimon.index.SimpleHashBucketAssigner;
 import org.apache.paimon.io.DataFileMeta;
 import org.apache.paimon.options.ExpireConfig;
 import org.apache.paimon.options.Options;
@@ -48,12 +53,15 @@ import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.JsonNode;
 import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.node.ArrayNode;
 import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.paimon.operation.AppendOnlyFileStoreWrite;
+import org.apache.paimon.table.BucketMode;
 import org.apache.paimon.table.FileStoreTable;
 import org.apache.paimon.table.Table;
 import org.apache.paimon.table.sink.BatchTableCommit;
 import org.apache.paimon.table.sink.BatchTableWrite;
 import org.apache.paimon.table.sink.BatchWriteBuilder;
 import org.apache.paimon.table.sink.CommitMessage;
+import org.apache.paimon.table.sink.DynamicBucketRowKeyExtractor;
 import org.apache.paimon.table.sink.RowKeyExtractor;
 import org.apache.paimon.table.sink.StreamTableCommit;
 import org.apache.paimon.table.sink.StreamTableWrite;
@@ -181,7 +189,10 @@ public final class PaimonJavaOracle {
                 alter(step);
                 return null;
             case "create_tag":
-                table(step).createTag(step.get("name").asText(), step.get("snapshot_id").asLong());
+                FileStoreTable tagged = table(step);
+                long tagSnapshot = step.hasNonNull("snapshot_id")
+                        ? step.get("snapshot_id").asLong() : tagged.snapshotManager().latestSnapshotId();
+                tagged.createTag(step.get("name").asText(), tagSnapshot);
                 return null;
             case "expire":
                 return JSON.getNodeFactory().numberNode(expire(step));
@@ -282,7 +293,7 @@ public final class PaimonJavaOracle {
         String name = step.get("table").asText();
         if (step.path("stream").asBoolean(false)) {
             StreamState state = stream(name, table);
-            writeRows(table, state.write, step.get("data").asText());
+            writeRows(table, state.write, step.get("data").asText(), false);
             state.commit(step.path("wait_compaction").asBoolean(false));
             return;
         }
@@ -292,14 +303,28 @@ public final class PaimonJavaOracle {
         }
         try (BatchTableWrite write = builder.newWrite(); BatchTableCommit commit = builder.newCommit()) {
             write.withIOManager(ioManager);
-            writeRows(table, write, step.get("data").asText());
+            writeRows(table, write, step.get("data").asText(), step.hasNonNull("overwrite"));
             commit.commit(write.prepareCommit());
         }
     }
 
-    /** Writes the rows of an Arrow IPC file; a {@code _row_kind} column sets each row's kind. */
-    private static void writeRows(FileStoreTable table, TableWrite write, String path) throws Exception {
+    /**
+     * Writes the rows of an Arrow IPC file; a {@code _row_kind} column sets each row's kind. Rows of
+     * dynamic-bucket tables get their bucket from Java's HashBucketAssigner over the table's HASH
+     * index, as Flink's assigner operator does ({@code overwrite}: a fresh assignment).
+     */
+    private static void writeRows(FileStoreTable table, TableWrite write, String path, boolean overwrite)
+            throws Exception {
         RowType rowType = table.rowType();
+        BucketAssigner assigner = null;
+        DynamicBucketRowKeyExtractor keys = null;
+        if (table.bucketMode() == BucketMode.HASH_DYNAMIC) {
+            long target = table.coreOptions().dynamicBucketTargetRowNum();
+            assigner = overwrite ? new SimpleHashBucketAssigner(1, 0, target)
+                    : new HashBucketAssigner(table.snapshotManager(), "java-oracle",
+                            table.store().newIndexFileHandler(), 1, 1, 0, target);
+            keys = new DynamicBucketRowKeyExtractor(table.schema());
+        }
         try (BufferAllocator allocator = new RootAllocator();
                 FileInputStream in = new FileInputStream(path);
                 ArrowFileReader reader = new ArrowFileReader(in.getChannel(), allocator)) {
@@ -331,7 +356,12 @@ public final class PaimonJavaOracle {
                     } else {
                         row.setRowKind(RowKind.INSERT);
                     }
-                    write.write(row);
+                    if (assigner == null) {
+                        write.write(row);
+                    } else {
+                        keys.setRecord(row);
+                        write.write(row, assigner.assign(keys.partition().copy(), keys.trimmedPrimaryKey().hashCode()));
+                    }
                     position++;
                 }
             }
@@ -371,10 +401,26 @@ public final class PaimonJavaOracle {
         return null;
     }
 
-    /** Compacts every bucket holding files (all levels), in the stream writer or a batch write. */
+    /**
+     * Compacts every bucket holding files (all levels), in the stream writer or a batch write;
+     * unaware-bucket append tables through Java's compaction coordinator and tasks. A write-only
+     * table is compacted as its dedicated compaction job would, with write-only off.
+     */
     private void compact(JsonNode step) throws Exception {
-        FileStoreTable table = table(step);
+        FileStoreTable table = table(step).copy(Map.of("write-only", "false"));
         boolean full = step.path("full").asBoolean(true);
+        if (table.bucketMode() == BucketMode.BUCKET_UNAWARE) {
+            List<CommitMessage> messages = new ArrayList<>();
+            AppendOnlyFileStoreWrite write = (AppendOnlyFileStoreWrite) table.store().newWrite("java-oracle");
+            for (UnawareAppendCompactionTask task : new UnawareAppendTableCompactionCoordinator(table, false).run()) {
+                messages.add(task.doCompact(table, write));
+            }
+            write.close();
+            try (BatchTableCommit commit = table.newBatchWriteBuilder().newCommit()) {
+                commit.commit(messages);
+            }
+            return;
+        }
         Map<String, Map.Entry<BinaryRow, Integer>> buckets = new TreeMap<>();
         for (DataSplit split : table.newSnapshotReader().read().dataSplits()) {
             buckets.put(split.partition().toString() + "/" + split.bucket(), Map.entry(split.partition(), split.bucket()));
