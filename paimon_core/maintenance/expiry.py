@@ -6,7 +6,8 @@ built does anything get deleted, so a metadata file that cannot be read stops th
 nothing deleted. A file is freed only if a snapshot up to the new earliest one deleted it, and
 no file reachable from the new earliest snapshot or from any tag is ever freed (file names are
 never reused, and a file is live over a contiguous range of snapshots, so nothing newer can
-reach it either). Changelog files go with their snapshot, unless a tag keeps that snapshot.
+reach it either). Changelog files go with their snapshot, tagged or not: as in Java, a tag keeps
+its snapshot's data, not its changelog.
 
 Deletion order: the snapshot files oldest first and the ``EARLIEST`` hint (and expired
 long-lived changelogs), then data, changelog and index files, then manifests and manifest lists.
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from paimon_core.consumer import Consumer, ConsumerStore
 from paimon_core.errors import FileIOError, OptionError, UnsupportedFeatureError
-from paimon_core.maintenance.reachable import References, manifest_lists
+from paimon_core.maintenance.reachable import SNAPSHOT, TAG, References, manifest_lists
 from paimon_core.manifest import ADD, DELETE, ManifestEntry, ManifestFileMeta
 from paimon_core.options import TableOptions
 from paimon_core.read.scan import PartitionDecoder, live_entries, read_entries
@@ -209,12 +210,11 @@ class SnapshotExpiry:
         tags = [t.snapshot for t in TagStore(self.file_io, self.paths, name).tags()]
         keep = [self._snapshot(end), *tags]
         self._plan_data(expiring[1:] + keep[:1], keep, data)
-        tagged = {t.id for t in tags}  # a tag keeps its snapshot whole, changelog included
-        for snapshot in expiring:
-            if snapshot.id not in tagged and not decoupled:
+        if not decoupled:
+            for snapshot in expiring:
                 self._plan_changelog(snapshot, changelog)
         self._plan_index(expiring, keep, index)
-        self._plan_metadata(expiring, keep, metadata, keep_changelog=decoupled)
+        self._plan_metadata(expiring, keep[:1], tags, metadata, keep_changelog=decoupled)
         return ExpiryPlan(name, tuple(s.id for s in expiring), end, data.paths(), changelog.paths(), index.paths(),
                           metadata.paths(), data.bytes + changelog.bytes + index.bytes, dry_run=True,
                           duration_s=time.monotonic() - started, stale_consumers=stale,
@@ -349,12 +349,9 @@ class SnapshotExpiry:
                 if name not in kept:
                     out.add(self.paths.index_file(name), size)
 
-    def _metadata_of(self, snapshot: Snapshot, *, with_changelog: bool = True
-                     ) -> tuple[set[str], list[ManifestFileMeta]]:
-        """A snapshot's manifest lists, index manifest and statistics file, and its manifests."""
-        names = manifest_lists(snapshot)
-        if not with_changelog:
-            names = [name for name in names if name != snapshot.changelog_manifest_list]
+    def _metadata_of(self, snapshot: Snapshot, reach: str = SNAPSHOT) -> tuple[set[str], list[ManifestFileMeta]]:
+        """The manifest lists ``reach`` covers, the index manifest and statistics file, and the manifests."""
+        names = manifest_lists(snapshot, reach)
         manifests = [meta for name in names for meta in self.references.manifests(name)]
         files = {self.paths.manifest_file(name) for name in names}
         if snapshot.index_manifest is not None:
@@ -363,14 +360,15 @@ class SnapshotExpiry:
             files.add(f"{self.paths.root}/statistics/{snapshot.statistics}")
         return files, manifests
 
-    def _plan_metadata(self, expiring: Sequence[Snapshot], keep: Sequence[Snapshot], out: _Files, *,
-                       keep_changelog: bool) -> None:
+    def _plan_metadata(self, expiring: Sequence[Snapshot], keep: Sequence[Snapshot], tags: Sequence[Snapshot],
+                       out: _Files, *, keep_changelog: bool) -> None:
         kept: set[str] = set()
-        for snapshot in keep:
-            files, manifests = self._metadata_of(snapshot)
+        for snapshot, reach in [*((s, SNAPSHOT) for s in keep), *((t, TAG) for t in tags)]:
+            files, manifests = self._metadata_of(snapshot, reach)
             kept |= files | {self.paths.manifest_file(m.file_name) for m in manifests}
         for snapshot in expiring:
-            files, manifests = self._metadata_of(snapshot, with_changelog=not keep_changelog)
+            # a decoupled changelog outlives its snapshot as changelog/changelog-N
+            files, manifests = self._metadata_of(snapshot, TAG if keep_changelog else SNAPSHOT)
             for path in files | {self.paths.manifest_file(m.file_name) for m in manifests}:
                 if path not in kept:
                     out.add(path)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from paimon_core.errors import FileIOError, MissingFileError, OptionError, SnapshotNotFoundError
 from paimon_core.fileio import FileStatus
-from paimon_core.maintenance.reachable import References
+from paimon_core.maintenance.reachable import CHANGELOG, SNAPSHOT, TAG, References
 from paimon_core.snapshot import ChangelogStore, Snapshot
 from paimon_core.tags import TagStore
 
@@ -113,29 +113,29 @@ class OrphanFilesClean:
     def _used_names(self) -> set[str]:
         references = References(self.file_io, self.paths)
         used: set[str] = set()
-        for source, snapshot, changelog_only in self._referencing_snapshots():
+        for source, snapshot, reach in self._referencing_snapshots():
             try:
-                used |= references.names(snapshot, changelog_only=changelog_only)
+                used |= references.names(snapshot, reach)
             except MissingFileError:
                 if self.file_io.exists(source):
                     raise  # the snapshot is there but its metadata is not: never guess
                 log.info("%s vanished while it was read (expired or rolled back); skipped", source)
         return used
 
-    def _referencing_snapshots(self) -> Iterator[tuple[str, Snapshot, bool]]:
-        """Every snapshot, tag and long-lived changelog, with the file it was read from and whether
-        only its changelog remains (a long-lived changelog)."""
+    def _referencing_snapshots(self) -> Iterator[tuple[str, Snapshot, str]]:
+        """Every snapshot, tag and long-lived changelog, with the file it was read from and what it
+        reaches (:data:`SNAPSHOT`, :data:`TAG` or :data:`CHANGELOG`)."""
         store = self.table.snapshot_store
         for snapshot_id in store.snapshot_ids():
             try:
-                yield self.paths.snapshot_file(snapshot_id), store.snapshot(snapshot_id), False
+                yield self.paths.snapshot_file(snapshot_id), store.snapshot(snapshot_id), SNAPSHOT
             except SnapshotNotFoundError:
                 continue  # expired or rolled back while listing
         for tag in TagStore(self.file_io, self.paths, self.table.name).tags():
-            yield self.paths.tag_file(tag.name), tag.snapshot, False
+            yield self.paths.tag_file(tag.name), tag.snapshot, TAG
         changelogs = ChangelogStore(self.file_io, self.paths, self.table.name)
         for changelog_id in changelogs.snapshot_ids():
             try:
-                yield changelogs.file(changelog_id), changelogs.snapshot(changelog_id), True
+                yield changelogs.file(changelog_id), changelogs.snapshot(changelog_id), CHANGELOG
             except SnapshotNotFoundError:
                 continue  # expired while listing

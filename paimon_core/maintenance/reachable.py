@@ -9,10 +9,20 @@ from paimon_core.layout import TablePaths
 from paimon_core.manifest import ADD, ManifestFileMeta, read_index_manifest, read_manifest, read_manifest_list
 from paimon_core.snapshot import Snapshot
 
+# What a referencing object reaches: a snapshot everything; a tag its data (Java's tags never
+# keep a changelog: expiry deletes a tagged snapshot's changelog files like any other); a
+# long-lived changelog only its changelog (its other lists went with its snapshot).
+SNAPSHOT, TAG, CHANGELOG = "snapshot", "tag", "changelog"
 
-def manifest_lists(snapshot: Snapshot) -> list[str]:
-    """The names of a snapshot's manifest lists (base, delta, changelog)."""
-    names = [snapshot.base_manifest_list, snapshot.delta_manifest_list, snapshot.changelog_manifest_list]
+
+def manifest_lists(snapshot: Snapshot, reach: str = SNAPSHOT) -> list[str]:
+    """The names of the manifest lists (base, delta, changelog) ``reach`` covers."""
+    if reach == CHANGELOG:
+        names = [snapshot.changelog_manifest_list]
+    elif reach == TAG:
+        names = [snapshot.base_manifest_list, snapshot.delta_manifest_list]
+    else:
+        names = [snapshot.base_manifest_list, snapshot.delta_manifest_list, snapshot.changelog_manifest_list]
     return [name for name in names if name is not None]
 
 
@@ -50,20 +60,18 @@ class References:
             self._manifests[manifest] = names
         return self._manifests[manifest]
 
-    def names(self, snapshot: Snapshot, *, changelog_only: bool = False) -> set[str]:
-        """Every file name ``snapshot`` references, metadata and data alike (``changelog_only``:
-        a long-lived changelog, whose other lists went with its snapshot)."""
-        lists = manifest_lists(snapshot)
-        if changelog_only:
-            lists = [name for name in lists if name == snapshot.changelog_manifest_list]
+    def names(self, snapshot: Snapshot, reach: str = SNAPSHOT) -> set[str]:
+        """Every file name ``snapshot`` references as a ``reach`` (snapshot, tag or long-lived
+        changelog), metadata and data alike."""
+        lists = manifest_lists(snapshot, reach)
         used = set(lists)
         for list_name in lists:
             for meta in self.manifests(list_name):
                 used.add(meta.file_name)
                 used |= self._files_of(meta.file_name)
-        if snapshot.index_manifest is not None and not changelog_only:
+        if snapshot.index_manifest is not None and reach != CHANGELOG:
             used.add(snapshot.index_manifest)
             used.update(name for name, _ in self.index_files(snapshot))
-        if snapshot.statistics is not None and not changelog_only:
+        if snapshot.statistics is not None and reach != CHANGELOG:
             used.add(snapshot.statistics)
         return used

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -49,11 +50,14 @@ def now_ms() -> int:
 
 
 def reachable(table: pc.Table) -> set[str]:
-    """Every file (relative to the table) that a retained snapshot or a tag references."""
+    """Every file (relative to the table) that a retained snapshot or a tag references (a tag its
+    data only: as in Java, tags keep no changelog)."""
     root = Path(table.path)
     out = {str(p.relative_to(root)) for p in root.glob("schema/*")} | {"snapshot/LATEST", "snapshot/EARLIEST"}
     out |= {str(p.relative_to(root)) for p in root.glob("tag/*")}
-    snapshots: list[Snapshot] = table.snapshots() + [t.snapshot for t in table.list_tags()]
+    retained = {s.id for s in table.snapshots()}
+    snapshots: list[Snapshot] = table.snapshots() + [
+        replace(t.snapshot, changelog_manifest_list=None) for t in table.list_tags() if t.snapshot.id not in retained]
     out |= {f"snapshot/snapshot-{s.id}" for s in table.snapshots()}
     decode = PartitionDecoder(table.schema.partition_types)
     for path in sorted(root.glob("changelog/changelog-*")):  # long-lived: only their changelog remains

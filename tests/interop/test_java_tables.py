@@ -89,6 +89,40 @@ def pu_rows(ids: list[int], *, a: str | None, sa: int | None, b: int | None, sb:
                      "b": [None if b is None else b + i for i in ids], "sb": [sb] * n, "rk": [kind] * n}, schema=PU)
 
 
+EVOLVING = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string()), ("n", pa.int32()),
+                      ("f", pa.float32()), ("flag", pa.bool_()), ("dt", pa.string())])
+
+
+def evolving(ids: list[int], stage: int) -> pa.Table:
+    """Rows of the evolving schema at each stage (0: created, 1: extra added and v renamed to label,
+    2: n and f widened and flag dropped, 3: tail added)."""
+    data: dict[str, Any] = {"id": ids, "v": [f"s{stage}-{i}" if i % 3 else None for i in ids],
+                            "n": [i * 7 - 20 for i in ids], "f": [i / 8 for i in ids],
+                            "flag": [i % 2 == 0 for i in ids], "dt": ["a" if i % 2 else "b" for i in ids],
+                            "extra": [i * 0.5 for i in ids], "tail": [f"t{i}" for i in ids]}
+    fields = [EVOLVING.field("id"), pa.field("v", pa.string()), pa.field("n", pa.int32()),
+              pa.field("f", pa.float32()), pa.field("flag", pa.bool_()), pa.field("dt", pa.string())]
+    if stage >= 1:
+        data["label"] = data.pop("v")
+        fields = [*fields[:1], pa.field("label", pa.string()), *fields[2:], pa.field("extra", pa.float64())]
+    if stage >= 2:
+        fields = [f for f in fields if f.name != "flag"]
+        fields = [pa.field("n", pa.int64()) if f.name == "n" else pa.field("f", pa.float64()) if f.name == "f"
+                  else f for f in fields]
+    if stage >= 3:
+        fields.append(pa.field("tail", pa.string()))
+    schema = pa.schema(fields)
+    return pa.table({name: data[name] for name in schema.names}, schema=schema)
+
+
+EVOLUTION: tuple[Step, ...] = (
+    write(evolving([1, 2, 3, 4], 0)), ("tag", "created"),
+    ("alter", [("add", "extra", pa.float64()), ("rename", "v", "label")]),
+    write(evolving([3, 5, 6], 1)),
+    ("alter", [("widen", "n", pa.int64()), ("widen", "f", pa.float64()), ("drop", "flag")]),
+    write(evolving([1, 6, 7], 2)), ("tag", "widened"), compact())
+EVOLUTION_MORE: tuple[Step, ...] = (("alter", [("add", "tail", pa.string())]), write(evolving([2, 7, 8], 3)),
+                                    compact())
 DEDUP = commits(11, 10, deletes=True)
 SCENARIOS: dict[str, Scenario] = {
     "append-unaware-null-partitions": Scenario(
@@ -172,6 +206,10 @@ SCENARIOS: dict[str, Scenario] = {
         primary_keys=("id",), options={"bucket": "2", "rowkind.field": "rk", "deletion-vectors.enabled": "true",
                                        "write-only": "true"},
         more=(*map(write, later(DEDUP[5:7], 6)), compact(False))),
+    "schema-evolution-primary-key": Scenario(
+        EVOLVING, EVOLUTION, primary_keys=("id",), options={"bucket": "2"}, more=EVOLUTION_MORE),
+    "schema-evolution-append": Scenario(
+        EVOLVING, EVOLUTION, partition_keys=("dt",), options={"compaction.min.file-num": "2"}, more=EVOLUTION_MORE),
     "orc-deduplicate": Scenario(
         SCHEMA, (*map(write, DEDUP[:4]), compact()), primary_keys=("id",),
         options={"bucket": "2", "rowkind.field": "rk", "file.format": "orc"},

@@ -157,10 +157,22 @@ public final class PaimonJavaOracle {
                 }
             } finally {
                 oracle.closeStreams();
-                oracle.ioManager.close();
+                oracle.closeIoManager(new File(tmp));
             }
         }
         JSON.writeValue(new File(args[1]), results);
+    }
+
+    /** Closes the spill/lookup directories; files a closing writer still holds are removed after it. */
+    private void closeIoManager(File tmp) throws Exception {
+        try {
+            ioManager.close();
+        } catch (java.io.UncheckedIOException e) {
+            // a lookup level's files may still be open in a compaction thread that is shutting down
+        }
+        try (var paths = Files.walk(tmp.toPath())) {
+            paths.sorted(java.util.Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
+        }
     }
 
     private void closeStreams() throws Exception {

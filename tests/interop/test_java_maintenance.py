@@ -1,0 +1,103 @@
+"""Expiry with tags and long-lived changelog, rollback and manifest merging against Java Paimon 0.9,
+both ways: what one side expires the other still reads (every snapshot, tag and retained change)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import paimon_core as pc
+from tests.interop.conftest import JavaOracle
+from tests.interop.java_support import assert_reads_match
+from tests.interop.test_compaction_interop import commits
+from tests.interop.test_java_changelog import assert_changes_match
+from tests.interop.test_pk_interop import SCHEMA
+
+pytestmark = pytest.mark.interop
+
+# snapshots: 3 kept; changelog: 8 kept, so expired snapshots leave changelog/changelog-N behind
+LONG_LIVED = {"bucket": "2", "rowkind.field": "rk", "changelog-producer": "lookup",
+              "snapshot.num-retained.min": "3", "snapshot.num-retained.max": "3",
+              "changelog.num-retained.min": "8", "changelog.num-retained.max": "8"}
+BATCHES = commits(31, 12, deletes=True)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000) + 1
+
+
+def java_expire(table: str) -> dict[str, Any]:
+    return {"op": "expire", "table": table, "retain_min": 3, "retain_max": 3, "changelog_retain_min": 8,
+            "changelog_retain_max": 8}
+
+
+def test_java_reads_after_our_expiry_with_tags_and_long_lived_changelog(tmp_path: Path,
+                                                                        java_oracle: JavaOracle) -> None:
+    catalog = pc.Catalog(str(tmp_path))
+    catalog.create_database("db")
+    table = catalog.create_table("db.t", schema=SCHEMA, primary_keys=["id"], options=LONG_LIVED)
+    for batch in BATCHES[:2]:
+        table.write(batch)
+    table.create_tag("early", 2)
+    for batch in BATCHES[2:8]:
+        table.write(batch)
+    table.expire_snapshots(dry_run=False, older_than=now_ms())  # the writers expired as they committed
+    assert len(table.snapshots()) == 3 and table.snapshots()[0].id > 2
+    assert table.change_history.earliest_id() < table.snapshots()[0].id  # long-lived changelog kept
+    assert_reads_match(table, java_oracle, tmp_path)
+    assert assert_changes_match(table, java_oracle, tmp_path) > 0
+    # Java writes on and expires with the same retention: we read its result the same
+    steps: list[dict[str, Any]] = [{"op": "write", "table": "db.t", "data": java_oracle.save(b)} for b in BATCHES[8:]]
+    steps += [{"op": "create_tag", "table": "db.t", "name": "late"}, java_expire("db.t")]
+    java_oracle.run(tmp_path, steps)
+    assert len(table.snapshots()) == 3 and {t.name for t in table.list_tags()} == {"early", "late"}
+    assert_reads_match(table, java_oracle, tmp_path)
+    assert assert_changes_match(table, java_oracle, tmp_path) > 0
+
+
+def test_we_read_after_java_expiry_with_tags_and_long_lived_changelog(tmp_path: Path,
+                                                                      java_oracle: JavaOracle) -> None:
+    steps: list[dict[str, Any]] = [
+        {"op": "create_database", "name": "db"},
+        {"op": "create_table", "table": "db.t", "schema": java_oracle.save(SCHEMA.empty_table()),
+         "primary_keys": ["id"], "options": LONG_LIVED}]
+    steps += [{"op": "write", "table": "db.t", "data": java_oracle.save(b)} for b in BATCHES[:2]]
+    steps.append({"op": "create_tag", "table": "db.t", "name": "early", "snapshot_id": 2})
+    steps += [{"op": "write", "table": "db.t", "data": java_oracle.save(b)} for b in BATCHES[2:8]]
+    steps.append(java_expire("db.t"))
+    java_oracle.run(tmp_path, steps)
+    table = pc.Catalog(str(tmp_path)).get_table("db.t")
+    snapshots = [s.id for s in table.snapshots()]
+    assert len(snapshots) == 3 and table.change_history.earliest_id() < snapshots[0]
+    assert_reads_match(table, java_oracle, tmp_path)
+    assert assert_changes_match(table, java_oracle, tmp_path) > 0
+    for batch in BATCHES[8:]:  # we write on and expire Java's table
+        table.write(batch)
+    table.create_tag("ours")
+    table.expire_snapshots(dry_run=False, older_than=now_ms())
+    assert len(table.snapshots()) == 3
+    assert_reads_match(table, java_oracle, tmp_path)
+    assert assert_changes_match(table, java_oracle, tmp_path) > 0
+    table.remove_orphan_files(older_than=now_ms(), dry_run=False, force=True)
+    assert_reads_match(table, java_oracle, tmp_path)  # nothing a tag or changelog of Java's needs is gone
+
+
+def test_java_reads_after_our_rollback_and_manifest_merging(tmp_path: Path, java_oracle: JavaOracle) -> None:
+    catalog = pc.Catalog(str(tmp_path))
+    catalog.create_database("db")
+    table = catalog.create_table("db.m", schema=SCHEMA, primary_keys=["id"], options={
+        "bucket": "2", "rowkind.field": "rk", "manifest.merge-min-count": "3",
+        "manifest.full-compaction-threshold-size": "1 kb"})
+    for batch in BATCHES[:9]:
+        table.write(batch)
+    table.create_tag("keep", 4)
+    table.rollback_to(7)
+    assert_reads_match(table, java_oracle, tmp_path)
+    java_oracle.run(tmp_path, [{"op": "rollback", "table": "db.m", "snapshot_id": 5},
+                               {"op": "write", "table": "db.m", "data": java_oracle.save(BATCHES[9])}])
+    ours_at_5 = table.snapshot(5).commit_user
+    assert table.snapshot(6).commit_kind == "APPEND" and table.snapshot(6).commit_user != ours_at_5
+    assert_reads_match(table, java_oracle, tmp_path)
