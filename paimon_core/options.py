@@ -92,6 +92,25 @@ def _choice(*allowed: str) -> Callable[[str], str]:
     return parse
 
 
+# Codecs both Java Paimon and pyarrow write, per format. Java passes the name to Parquet's
+# CompressionCodecName / ORC's CompressionKind, so ORC has no "gzip" (its deflate codec is zlib)
+# and Parquet no "zlib"; pyarrow writes no LZO. Other names Java knows are still read.
+WRITABLE_CODECS: dict[str, tuple[str, ...]] = {
+    "parquet": ("zstd", "snappy", "gzip", "lz4", "brotli", "none", "uncompressed"),
+    "orc": ("zstd", "snappy", "zlib", "lz4", "none", "uncompressed"),
+}
+_CODEC_TWINS = {("orc", "gzip"): "zlib", ("parquet", "zlib"): "gzip"}
+
+
+def codec_problem(file_format: str, codec: str) -> str | None:
+    """Why ``file.compression = codec`` cannot be written in ``file_format`` files, or None."""
+    if codec in WRITABLE_CODECS[file_format]:
+        return None
+    twin = _CODEC_TWINS.get((file_format, codec))
+    hint = f"use {twin!r} (the same deflate codec)" if twin else f"use one of {', '.join(WRITABLE_CODECS[file_format])}"
+    return f"file.compression {codec!r} cannot be written in {file_format} files: {hint}"
+
+
 def _at_least(minimum: int, parse: Callable[[str], int] = _parse_int) -> Callable[[str], int]:
     def parse_checked(text: str) -> int:
         value = parse(text)
@@ -178,8 +197,10 @@ class TableOptions:
     file_format: str = opt("file.format", "parquet", "Data file format: parquet or orc.",
                            _choice("parquet", "orc"))
     file_compression: str = opt("file.compression", "zstd",
-                                "Compression codec inside data files.",
-                                _choice("zstd", "snappy", "gzip", "lz4", "none", "uncompressed", "brotli"))
+                                "Compression codec inside data files (Parquet: zstd, snappy, gzip, lz4, brotli, "
+                                "none; ORC: zstd, snappy, zlib, lz4, none).",
+                                _choice(*sorted({c for codecs in WRITABLE_CODECS.values() for c in codecs}
+                                                | {"lzo", "lz4_raw"})))
     file_compression_zstd_level: int = opt("file.compression.zstd-level", 1,
                                            "zstd level for data files; higher is smaller and slower.",
                                            _parse_int)

@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from paimon_core.errors import CorruptMetadataError, OptionError, SchemaError
 from paimon_core.names import validate_identifier
-from paimon_core.options import TableOptions, check_option_keys
+from paimon_core.options import TableOptions, check_option_keys, codec_problem
 from paimon_core.types import (
     AtomicType,
     DataField,
@@ -192,6 +192,9 @@ def validate_schema(schema: TableSchema, *, table: str = "") -> None:
                               f"not {type_to_json(schema.field(key).type)}")
     _validate_column_names(names, where)
     options = TableOptions.from_map(schema.effective_options(), table=table)
+    problem = codec_problem(options.file_format, options.file_compression)
+    if problem is not None:
+        raise OptionError(f"{problem}{where}")
     _validate_bucket_options(schema, options, where)
     _validate_field_options(schema, where)
     _validate_merge_options(schema, options, where)

@@ -30,7 +30,7 @@ from paimon_core.options import TableOptions
 from paimon_core.prefetch import mapped_in_order
 from paimon_core.read.predicate import Junction, Predicate
 from paimon_core.read.scan import DataSplit
-from paimon_core.read.split_read import READ_THREADS, SplitReader
+from paimon_core.read.split_read import READ_THREADS, SplitReader, physical_schema
 from paimon_core.schema import TableSchema
 
 
@@ -100,7 +100,8 @@ class MergeSplitReader(SplitReader):
         file_fields = self._file_fields(meta)
         deletion = split.deletion_files.get(meta.file_name)
         pushed = self.key_filter if deletion is None and path.endswith(".parquet") else None
-        data, rows = self._read_physical(path, [f.name for f in file_fields.values()], pushed)
+        data, rows = self._read_physical(path, [f.name for f in file_fields.values()], pushed,
+                                         physical_schema(file_fields))
         values = self._to_read_schema(data, file_fields, rows)
         if deletion is not None:
             values = values.filter(self._keep_mask(deletion, 0, values.num_rows))
@@ -114,7 +115,8 @@ class MergeSplitReader(SplitReader):
         # Conditions on key columns may be applied while reading: they keep or drop all
         # versions of a key alike, so the merge of the keys that remain is unchanged.
         pushed = self.key_filter if deletion is None and path.endswith(".parquet") else None
-        data, rows = self._read_physical(path, _physical(file_fields), pushed)
+        data, rows = self._read_physical(path, _physical(file_fields), pushed,
+                                         physical_schema(file_fields, _SYSTEM_FIELDS))
         table = self._with_system_columns(data, file_fields, rows)
         if deletion is not None:
             table = table.filter(self._keep_mask(deletion, 0, table.num_rows))
@@ -152,6 +154,9 @@ class MergeSplitReader(SplitReader):
         return values.append_column(pa.field(SEQUENCE_NUMBER, pa.int64(), False),
                                     data.column(SEQUENCE_NUMBER).cast(pa.int64())).append_column(
             pa.field(VALUE_KIND, pa.int8(), False), data.column(VALUE_KIND).cast(pa.int8()))
+
+
+_SYSTEM_FIELDS = (pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8()))
 
 
 def _physical(file_fields: dict[int, Any]) -> list[str]:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -184,9 +185,22 @@ def _literal(value: Any, data_type: DataType, column: str, table: str) -> pa.Sca
         raise SchemaError(f"filter on column {column!r} of table {table} compares with None; "
                           "use 'is null' instead")
     try:
-        scalar = value if isinstance(value, pa.Scalar) else pa.scalar(value)
+        scalar = _exact_scalar(value)
         return scalar.cast(target, safe=True) if scalar.type != target else scalar
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError,
             TypeError) as exc:
         raise SchemaError(f"filter value {value!r} does not fit column {column!r} "
                           f"({to_arrow_type(data_type)}) of table {table}: {exc}") from None
+
+
+def _exact_scalar(value: Any) -> pa.Scalar:
+    """The literal as an Arrow scalar at its full precision: pyarrow infers a pandas Timestamp
+    (what reads of TIMESTAMP(7..9) columns return) as microseconds, dropping its nanoseconds."""
+    if isinstance(value, pa.Scalar):
+        return value
+    if isinstance(value, pd.Timestamp) and value is not pd.NaT:
+        if value.tzinfo is None:
+            return pa.scalar(value.as_unit("ns").to_datetime64())
+        naive = value.tz_convert("UTC").tz_localize(None).as_unit("ns").to_datetime64()
+        return pa.scalar(naive).cast(pa.timestamp("ns", tz="UTC"))
+    return pa.scalar(value)

@@ -89,7 +89,8 @@ class SplitReader:
         file_fields = self._file_fields(meta)
         deletion = split.deletion_files.get(meta.file_name)
         pushed = self._pushdown(path, file_fields, deletion)
-        data, rows = self._read_physical(path, [f.name for f in file_fields.values()], pushed)
+        data, rows = self._read_physical(path, [f.name for f in file_fields.values()], pushed,
+                                         physical_schema(file_fields))
         table = self._to_read_schema(data, file_fields, rows)
         if deletion is not None:
             table = table.filter(self._keep_mask(deletion, 0, table.num_rows))
@@ -97,12 +98,13 @@ class SplitReader:
 
     # ---- helpers -----------------------------------------------------------------------------
 
-    def _read_physical(self, path: str, columns: list[str],
-                       pushed: pc.Expression | None) -> tuple[pa.Table, int]:
-        """A file's columns (filtered by ``pushed`` in the scan when given) and row count."""
+    def _read_physical(self, path: str, columns: list[str], pushed: pc.Expression | None,
+                       schema: pa.Schema | None = None) -> tuple[pa.Table, int]:
+        """A file's columns (filtered by ``pushed`` in the scan when given, the file read as
+        ``schema``: see :meth:`_dataset`) and row count."""
         with self._decoding(path):
             if pushed is not None:
-                data = self._dataset(path).to_table(columns=columns, filter=pushed, use_threads=True)
+                data = self._dataset(path, schema).to_table(columns=columns, filter=pushed, use_threads=True)
                 return data, data.num_rows
             with self.file_io.open_input(path) as source:
                 return read_all(source, path, columns)
@@ -191,13 +193,18 @@ class SplitReader:
                 return None
         return self.filter
 
-    def _dataset(self, path: str) -> ds.Dataset:
-        return ds.dataset(path, format="parquet", filesystem=self.file_io.arrow_fs)
+    def _dataset(self, path: str, schema: pa.Schema | None) -> ds.Dataset:
+        """A Parquet file for a filtered scan, read as ``schema`` (the columns' own Arrow types):
+        the scan casts what the file stores otherwise (INT96 timestamps come back without their
+        time zone) before the filter compares."""
+        return ds.dataset(path, format="parquet", filesystem=self.file_io.arrow_fs, schema=schema)
 
-    def _pushed_batches(self, path: str, columns: list[str], pushed: pc.Expression,
+    def _pushed_batches(self, path: str, file_fields: dict[int, DataField], pushed: pc.Expression,
                         batch_size: int) -> Iterator[pa.RecordBatch]:
+        columns = [f.name for f in file_fields.values()]
         with self._decoding(path):
-            yield from self._dataset(path).to_batches(columns=columns, filter=pushed, batch_size=batch_size)
+            yield from self._dataset(path, physical_schema(file_fields)).to_batches(
+                columns=columns, filter=pushed, batch_size=batch_size)
 
     def _file_batches(self, split: DataSplit, meta: DataFileMeta,
                       batch_size: int) -> Iterator[pa.RecordBatch]:
@@ -207,7 +214,7 @@ class SplitReader:
         deletion = split.deletion_files.get(meta.file_name)
         pushed = self._pushdown(path, file_fields, deletion)
         if pushed is not None:
-            for batch in self._pushed_batches(path, physical, pushed, batch_size):
+            for batch in self._pushed_batches(path, file_fields, pushed, batch_size):
                 if batch.num_rows:
                     table = self._to_read_schema(pa.Table.from_batches([batch]), file_fields, batch.num_rows)
                     yield from self._finish(table, filtered=True).to_batches()
@@ -219,6 +226,11 @@ class SplitReader:
                 table = table.filter(self._keep_mask(deletion, offset, table.num_rows))
             offset += batch.num_rows
             yield from self._finish(table).to_batches()
+
+
+def physical_schema(file_fields: dict[int, DataField], extra: Sequence[pa.Field] = ()) -> pa.Schema:
+    """The Arrow schema of a data file's columns as its own schema version names and types them."""
+    return pa.schema([*(pa.field(f.name, to_arrow_type(f.type)) for f in file_fields.values()), *extra])
 
 
 def load_deletion_vector(file_io: FileIO, deletion: DeletionFile) -> np.ndarray:

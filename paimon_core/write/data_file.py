@@ -17,11 +17,11 @@ from pyarrow import orc
 
 from paimon_core.binary_row import arrow_scalar_to_internal, serialize_with_arity
 from paimon_core.columnar import int64_array
-from paimon_core.errors import FileIOError
+from paimon_core.errors import FileIOError, UnsupportedFeatureError
 from paimon_core.fileio import FileIO
 from paimon_core.keyvalue import DELETE, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND
 from paimon_core.manifest import FILE_SOURCE_APPEND, DataFileMeta
-from paimon_core.options import TableOptions
+from paimon_core.options import TableOptions, codec_problem
 from paimon_core.stats import StatsCollector
 from paimon_core.types import DataField
 
@@ -64,6 +64,9 @@ class _FormatWriter:
         self.sink = sink
         self.format = options.file_format
         compression = options.file_compression
+        problem = codec_problem(self.format, compression)
+        if problem is not None:  # a table made elsewhere with a codec pyarrow has no writer for
+            raise UnsupportedFeatureError(problem)
         if compression in ("none", "uncompressed"):
             compression = "none" if self.format == "parquet" else "uncompressed"
         if self.format == "parquet":

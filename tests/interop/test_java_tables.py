@@ -74,7 +74,8 @@ LOGS = pa.schema([("id", pa.int64()), ("msg", pa.string()), ("amount", pa.decima
 def logs(start: int, count: int, days: tuple[str | None, ...] = ("2024-01-01", None, "2024-01-02")) -> pa.Table:
     ids = list(range(start, start + count))
     return pa.table({"id": ids, "msg": [f"m{i}" if i % 5 else None for i in ids],
-                     "amount": [decimal.Decimal(i * 1234567).scaleb(-4) * (-1 if i % 3 else 1) for i in ids],
+                     "amount": [None if i % 11 == 0 else decimal.Decimal(i * 1234567).scaleb(-4) * (-1 if i % 3 else 1)
+                                for i in ids],
                      "dt": [days[i % len(days)] for i in ids]}, schema=LOGS)
 
 

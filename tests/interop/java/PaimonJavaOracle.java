@@ -219,6 +219,8 @@ public final class PaimonJavaOracle {
                 return files(step);
             case "bucket_check":
                 return bucketCheck(step);
+            case "buckets_of":
+                return bucketsOf(step);
             case "snapshot_ids":
                 return snapshotIds(step);
             default:
@@ -327,7 +329,6 @@ public final class PaimonJavaOracle {
      */
     private static void writeRows(FileStoreTable table, TableWrite write, String path, boolean overwrite)
             throws Exception {
-        RowType rowType = table.rowType();
         BucketAssigner assigner = null;
         DynamicBucketRowKeyExtractor keys = null;
         if (table.bucketMode() == BucketMode.HASH_DYNAMIC) {
@@ -337,10 +338,25 @@ public final class PaimonJavaOracle {
                             table.store().newIndexFileHandler(), 1, 1, 0, target);
             keys = new DynamicBucketRowKeyExtractor(table.schema());
         }
+        for (Iterator<InternalRow> rows = arrowRows(table.rowType(), path); rows.hasNext(); ) {
+            InternalRow row = rows.next();
+            if (assigner == null) {
+                write.write(row);
+            } else {
+                keys.setRecord(row);
+                write.write(row, assigner.assign(keys.partition().copy(), keys.trimmedPrimaryKey().hashCode()));
+            }
+        }
+    }
+
+    /** The rows of an Arrow IPC file as Paimon rows of {@code rowType}, each with its kind set. */
+    private static Iterator<InternalRow> arrowRows(RowType rowType, String path) throws Exception {
+        List<InternalRow> out = new ArrayList<>();
         try (BufferAllocator allocator = new RootAllocator();
                 FileInputStream in = new FileInputStream(path);
                 ArrowFileReader reader = new ArrowFileReader(in.getChannel(), allocator)) {
             ArrowBatchReader batches = new ArrowBatchReader(rowType);
+            InternalRowSerializer serializer = new InternalRowSerializer(rowType);
             List<Integer> nanos = new ArrayList<>();
             for (int i = 0; i < rowType.getFieldCount(); i++) {
                 DataType type = rowType.getTypeAt(i);
@@ -359,25 +375,20 @@ public final class PaimonJavaOracle {
                 FieldVector kinds = findVector(root, ROW_KIND);
                 int position = 0;
                 for (InternalRow row : batches.readBatch(root)) {
-                    if (!nanos.isEmpty()) {
-                        row = withNanos(row, getters, nanos, root, rowType, position);
-                    }
+                    InternalRow copy = nanos.isEmpty() ? serializer.copy(row)
+                            : withNanos(row, getters, nanos, root, rowType, position);
                     if (kinds != null) {
                         String kind = new String(((VarCharVector) kinds).get(position), "UTF-8");
-                        row.setRowKind(RowKind.fromShortString(kind));
+                        copy.setRowKind(RowKind.fromShortString(kind));
                     } else {
-                        row.setRowKind(RowKind.INSERT);
+                        copy.setRowKind(RowKind.INSERT);
                     }
-                    if (assigner == null) {
-                        write.write(row);
-                    } else {
-                        keys.setRecord(row);
-                        write.write(row, assigner.assign(keys.partition().copy(), keys.trimmedPrimaryKey().hashCode()));
-                    }
+                    out.add(copy);
                     position++;
                 }
             }
         }
+        return out.iterator();
     }
 
     /**
@@ -642,6 +653,18 @@ public final class PaimonJavaOracle {
         ObjectNode out = JSON.createObjectNode();
         out.put("checked", checked);
         out.put("misplaced", misplaced);
+        return out;
+    }
+
+    /** Java's bucket of each row of an Arrow IPC file (a fixed-bucket table's bucket function). */
+    private ArrayNode bucketsOf(JsonNode step) throws Exception {
+        FileStoreTable table = table(step);
+        RowKeyExtractor extractor = table.createRowKeyExtractor();
+        ArrayNode out = JSON.createArrayNode();
+        for (Iterator<InternalRow> rows = arrowRows(table.rowType(), step.get("data").asText()); rows.hasNext(); ) {
+            extractor.setRecord(rows.next());
+            out.add(extractor.bucket());
+        }
         return out;
     }
 
