@@ -34,8 +34,8 @@ KIND_NAMES = ("+I", "-U", "+U", "-D")
 _KIND_ARRAY = pa.array(KIND_NAMES, pa.string())
 
 
-def warn_if_changes_are_inputs(schema: TableSchema, options: TableOptions, table: str) -> bool:
-    """Log that the changes read are the written inputs, not merged changes; True if so.
+def warn_if_changes_are_inputs(schema: TableSchema, options: TableOptions, table: str) -> None:
+    """Log when the changes read are the written inputs, not merged changes.
 
     Without a changelog producer the delta files of partial-update and aggregation tables hold
     partial rows and partial sums, and those of first-row tables repeat keys that already
@@ -43,11 +43,10 @@ def warn_if_changes_are_inputs(schema: TableSchema, options: TableOptions, table
     source refuses such tables): so do we, and say what they are.
     """
     if not schema.primary_keys or options.changelog_producer != "none" or options.merge_engine == "deduplicate":
-        return False
+        return
     log.warning("table %s uses merge-engine %s with changelog-producer none: its changes are the rows as "
                 "written, not the merged changes; set changelog-producer to lookup or full-compaction "
                 "(ALTER TABLE ... SET) for a changelog of merged rows", table, options.merge_engine)
-    return True
 
 
 def carries_changes(snapshot: Snapshot, *, primary_key: bool, producer: str) -> bool:

@@ -194,10 +194,19 @@ class SplitReader:
         return self.filter
 
     def _dataset(self, path: str, schema: pa.Schema | None) -> ds.Dataset:
-        """A Parquet file for a filtered scan, read as ``schema`` (the columns' own Arrow types):
-        the scan casts what the file stores otherwise (INT96 timestamps come back without their
-        time zone) before the filter compares."""
-        return ds.dataset(path, format="parquet", filesystem=self.file_io.arrow_fs, schema=schema)
+        """A Parquet file for a filtered scan, its ``schema`` columns read as their own Arrow
+        types: the scan casts what the file stores otherwise (INT96 timestamps come back without
+        their time zone) before the filter compares. A file lacking one of them is refused."""
+        dataset = ds.dataset(path, format="parquet", filesystem=self.file_io.arrow_fs)
+        if schema is None:
+            return dataset
+        _require_columns(dataset.schema.names, schema.names)
+        wanted = {f.name: f for f in schema}
+        stored = dataset.schema
+        if all(stored.field(name).type == f.type for name, f in wanted.items()):
+            return dataset
+        return ds.dataset(path, format="parquet", filesystem=self.file_io.arrow_fs,
+                          schema=pa.schema([wanted.get(f.name, f) for f in stored]))
 
     def _pushed_batches(self, path: str, file_fields: dict[int, DataField], pushed: pc.Expression,
                         batch_size: int) -> Iterator[pa.RecordBatch]:

@@ -119,7 +119,8 @@ def _arrow_and_internal(kind: str, values: list) -> tuple[pa.Array, list, object
         decimals = [None if v is None else decimal.Decimal(v).scaleb(-2) for v in values]
         return pa.array(decimals, pa.decimal128(12, 2)), decimals, atomic("DECIMAL", 12, 2)
     if kind == "decimal38":  # out-of-line: Java's shortest two's complement, nulls keep 16 bytes
-        decimals = [None if v is None else decimal.Decimal(v).scaleb(-10) for v in values]
+        wide = decimal.Context(prec=60)
+        decimals = [None if v is None else decimal.Decimal(v).scaleb(-10, wide) for v in values]
         return pa.array(decimals, pa.decimal128(38, 10)), decimals, atomic("DECIMAL", 38, 10)
     if kind == "ts6":
         epoch = datetime.datetime(1970, 1, 1)
