@@ -23,6 +23,14 @@ $(ORACLE)/.installed:
 		echo "WARNING: could not install pypaimon==2.1.0 into $(ORACLE); interop tests will be SKIPPED" >&2; \
 	fi
 
+# Paimon's Rust reader (pypaimon-rust 0.4.0, no dependencies of its own) is a third reader of our tables.
+$(ORACLE)/.rust-installed: $(ORACLE)/.installed
+	@if $(ORACLE)/bin/pip install --quiet --disable-pip-version-check 'pypaimon-rust==0.4.0'; then \
+		touch $@; \
+	else \
+		echo "WARNING: could not install pypaimon-rust==0.4.0 into $(ORACLE); its reader tests will be SKIPPED" >&2; \
+	fi
+
 # Apache Paimon's Java core (0.9.0, from the PyPI sdist pypaimon==0.2.0) with Hadoop's client jars
 # (and netty-common, which Arrow's Java vectors use; from the sdist pyspark==3.5.3) is the second oracle; the tests compile its driver with the JDK.
 # Without a JDK or the jars the Java interop tests skip, loudly.
@@ -34,7 +42,7 @@ $(JAVA_ORACLE)/.installed: tests/interop/java/install.sh
 	fi
 
 venv: $(VENV)/.installed
-oracle: $(ORACLE)/.installed
+oracle: $(ORACLE)/.installed $(ORACLE)/.rust-installed
 java-oracle: venv $(JAVA_ORACLE)/.installed
 
 demo: venv

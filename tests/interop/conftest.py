@@ -1,5 +1,6 @@
-"""Fixtures driving the independent oracles: pypaimon 2.1.0 (in .venv-oracle) and Apache Paimon's Java
-core 0.9.0 (jars in .java-oracle, driver compiled here), both run by subprocess on JSON step lists."""
+"""Fixtures driving the independent oracles: pypaimon 2.1.0 (in .venv-oracle), Apache Paimon's Java
+core 0.9.0 (jars in .java-oracle, driver compiled here) and, as a third reader, pypaimon-rust 0.4.0
+(in .venv-oracle), all run by subprocess on JSON step lists."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from pyarrow import ipc
 
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).with_name("oracle_driver.py")
+RUST_DRIVER = Path(__file__).with_name("rust_driver.py")
 ORACLE_PYTHON = Path(os.environ.get("PAIMON_ORACLE_PYTHON", ROOT / ".venv-oracle" / "bin" / "python"))
 JAVA_ORACLE = Path(os.environ.get("PAIMON_JAVA_ORACLE", ROOT / ".java-oracle"))
 JAVA_DRIVER = Path(__file__).with_name("java") / "PaimonJavaOracle.java"
@@ -102,6 +104,15 @@ class Oracle(StepOracle):
         return [str(self.python), str(DRIVER), str(spec), str(result)]
 
 
+class RustOracle(Oracle):
+    """pypaimon-rust 0.4.0 (Paimon's Rust reader) in the oracle virtualenv: batch reads only."""
+
+    name = "pypaimon-rust"
+
+    def command(self, spec: Path, result: Path) -> list[str]:
+        return [str(self.python), str(RUST_DRIVER), str(spec), str(result)]
+
+
 def java_fields(schema: pa.Schema) -> list[dict[str, Any]]:
     """Paimon's JSON types of an Arrow schema, for the Java driver's create_table."""
     from paimon_core.types import from_arrow_type, type_to_json
@@ -180,6 +191,18 @@ def java_oracle(tmp_path_factory: pytest.TempPathFactory) -> JavaOracle:
     if isinstance(made, str):
         _skip_loudly(f"JAVA INTEROP TESTS SKIPPED: the Java Paimon oracle cannot be used: {made}")
     return made
+
+
+@pytest.fixture(scope="session")
+def rust_oracle(tmp_path_factory: pytest.TempPathFactory) -> RustOracle:
+    code = "import importlib.metadata as m, pypaimon_rust; print(m.version('pypaimon-rust'))"
+    probe = subprocess.run([str(ORACLE_PYTHON), "-c", code], capture_output=True, text=True, check=False) \
+        if ORACLE_PYTHON.exists() else None
+    if probe is None or probe.returncode != 0 or probe.stdout.strip() != "0.4.0":
+        found = "no oracle virtualenv" if probe is None else (probe.stderr.strip()[-300:] or probe.stdout.strip())
+        _skip_loudly(f"RUST READER TESTS SKIPPED: pypaimon-rust 0.4.0 cannot be used in {ORACLE_PYTHON}: {found} "
+                     "(run `make oracle`)")
+    return RustOracle(ORACLE_PYTHON, tmp_path_factory.mktemp("rust-oracle"))
 
 
 @pytest.fixture(scope="session")
