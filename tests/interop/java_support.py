@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import itertools
 from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,24 +48,39 @@ def assert_filtered_like(ours: pa.Table, theirs: pa.Table, filters: list[Any], w
     assert_same_rows(ours, theirs.filter(pq.filters_to_expression(filters)), what)
 
 
+@dataclass(frozen=True)
+class Matched:
+    """What :func:`match_reads` compared: the oracle's table per snapshot, results of extra steps."""
+
+    compared: int
+    snapshots: dict[int, pa.Table]
+    extra: list[Any]
+
+
+def match_reads(table: pc.Table, oracle: StepOracle, warehouse: Path | str, *,
+                options: dict[str, str] | None = None, tags: bool = True,
+                extra: Sequence[dict[str, Any]] = ()) -> Matched:
+    """The oracle reads what we read at every snapshot (and every tag), in one run of the oracle
+    together with ``extra`` steps."""
+    snapshots = [s.id for s in table.snapshots()]
+    assert snapshots, f"table {table.name} has no snapshots"
+    tag_names = [t.name for t in table.list_tags()] if tags else []
+    outs = {key: str(oracle.workdir / f"read-{next(_READS)}.arrow") for key in [*snapshots, *tag_names]}
+    steps = [{"op": "read", "table": table.name, ("tag" if isinstance(key, str) else "snapshot_id"): key,
+              "out": out, "options": options or {}} for key, out in outs.items()]
+    results = oracle.run(warehouse, [*steps, *extra])
+    theirs = {key: oracle.load(out) for key, out in outs.items()}
+    for sid in snapshots:
+        assert_same_rows(table.read(snapshot_id=sid), theirs[sid], f"{table.name} snapshot {sid}")
+    for tag in tag_names:
+        assert_same_rows(table.read(tag=tag), theirs[tag], f"{table.name} tag {tag}")
+    return Matched(len(outs), {sid: theirs[sid] for sid in snapshots}, results[len(steps):])
+
+
 def assert_reads_match(table: pc.Table, oracle: StepOracle, warehouse: Path | str, *,
                        options: dict[str, str] | None = None, tags: bool = True) -> int:
     """The oracle reads what we read at every snapshot (and every tag); returns the reads compared."""
-    snapshots = [s.id for s in table.snapshots()]
-    assert snapshots, f"table {table.name} has no snapshots"
-    theirs = oracle.read_snapshots(warehouse, table.name, snapshots, options=options or {})
-    for sid in snapshots:
-        assert_same_rows(table.read(snapshot_id=sid), theirs[sid], f"{table.name} snapshot {sid}")
-    compared = len(snapshots)
-    if tags:
-        for tag in table.list_tags():
-            [result] = oracle.run(warehouse, [{"op": "read", "table": table.name, "tag": tag.name,
-                                               "out": str(oracle.workdir / f"tag-{tag.name}.arrow")}])
-            assert result is not None
-            assert_same_rows(table.read(tag=tag.name), oracle.load(str(oracle.workdir / f"tag-{tag.name}.arrow")),
-                             f"{table.name} tag {tag.name}")
-            compared += 1
-    return compared
+    return match_reads(table, oracle, warehouse, options=options, tags=tags).compared
 
 
 def assert_keys_unique(data: pa.Table, keys: list[str], what: str) -> None:
@@ -71,9 +89,12 @@ def assert_keys_unique(data: pa.Table, keys: list[str], what: str) -> None:
     assert not repeated, f"{what}: keys read more than once: {repeated[:5]}"
 
 
-def assert_java_buckets(java: JavaOracle, warehouse: Path | str, table: str) -> int:
-    """Every row sits in the bucket Java's bucket function gives it; returns the rows checked."""
-    [check] = java.run(warehouse, [{"op": "bucket_check", "table": table}])
+BUCKET_CHECK = "bucket_check"
+
+
+def assert_java_buckets(check: dict[str, Any], table: str) -> int:
+    """Every row sits in the bucket Java's bucket function gives it (a ``bucket_check`` step's
+    result); returns the rows checked."""
     assert check["misplaced"] == 0, f"{table}: {check['misplaced']} of {check['checked']} rows in a wrong bucket"
     return int(check["checked"])
 
@@ -84,6 +105,7 @@ def java_files(java: JavaOracle, warehouse: Path | str, table: str,
     return list(files)
 
 
+_READS = itertools.count()
 BASE_TIME = datetime.datetime(2024, 3, 1, 12, 30, 15, 123456)
 
 

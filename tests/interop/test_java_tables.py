@@ -19,7 +19,13 @@ import pytest
 import paimon_core as pc
 from paimon_core.types import from_arrow_type, type_to_json
 from tests.interop.conftest import JavaOracle
-from tests.interop.java_support import assert_java_buckets, assert_keys_unique, assert_reads_match, java_files
+from tests.interop.java_support import (
+    BUCKET_CHECK,
+    assert_java_buckets,
+    assert_keys_unique,
+    java_files,
+    match_reads,
+)
 from tests.interop.test_compaction_interop import commits
 from tests.interop.test_pk_interop import PARTITIONED, SCHEMA, rows
 
@@ -280,14 +286,14 @@ def java_steps(java: JavaOracle, name: str, steps: tuple[Step, ...]) -> list[dic
 def check_table(table: pc.Table, java: JavaOracle, warehouse: Path, scenario: Scenario) -> int:
     """Java and we read the same at every snapshot and tag; keys unique; rows where Java's bucket
     function puts them. Returns the reads compared."""
-    compared = assert_reads_match(table, java, warehouse)
-    latest = java.workdir / f"latest-{table.name}.arrow"
-    java.run(warehouse, [{"op": "read", "table": table.name, "out": str(latest)}])
+    fixed = int(scenario.options.get("bucket", "-1")) > 0
+    matched = match_reads(table, java, warehouse, extra=[{"op": BUCKET_CHECK, "table": table.name}] if fixed else [])
     if scenario.primary_keys:
-        assert_keys_unique(java.load(str(latest)), scenario.keys, f"Java's read of {table.name}")
-    if int(scenario.options.get("bucket", "-1")) > 0:
-        assert_java_buckets(java, warehouse, table.name)
-    return compared
+        latest = matched.snapshots[max(matched.snapshots)]
+        assert_keys_unique(latest, scenario.keys, f"Java's read of {table.name}")
+    if fixed:
+        assert_java_buckets(matched.extra[0], table.name)
+    return matched.compared
 
 
 def create_ours(warehouse: Path, name: str, scenario: Scenario) -> pc.Table:
