@@ -6,7 +6,7 @@
  * Tables travel as Arrow IPC files (Paimon's own paimon-arrow converters on this side, pyarrow
  * on the other), so every Paimon type crosses without a hand-written codec. Steps mirror the
  * pypaimon driver (tests/interop/oracle_driver.py): create_database, create_table, write,
- * compact, alter, create_tag, expire, rollback, read, changes, files, bucket_check, snapshot_ids.
+ * compact, alter, create_tag, expire, rollback, read, changes, files, bucket_check, buckets_of.
  * Writes marked "stream" go through one long-lived StreamTableWrite per table, as a Flink job's
  * writer does, so its in-memory LSM state, compactions and commit identifiers carry on between
  * steps of one run.
@@ -21,7 +21,6 @@ import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowFileReader;
 import org.apache.arrow.vector.ipc.ArrowFileWriter;
 import org.apache.arrow.vector.types.pojo.Field;
-import org.apache.paimon.Snapshot;
 import org.apache.paimon.append.UnawareAppendCompactionTask;
 import org.apache.paimon.append.UnawareAppendTableCompactionCoordinator;
 import org.apache.paimon.arrow.reader.ArrowBatchReader;
@@ -221,8 +220,6 @@ public final class PaimonJavaOracle {
                 return bucketCheck(step);
             case "buckets_of":
                 return bucketsOf(step);
-            case "snapshot_ids":
-                return snapshotIds(step);
             default:
                 throw new IllegalArgumentException("unknown step " + op);
         }
@@ -664,15 +661,6 @@ public final class PaimonJavaOracle {
         for (Iterator<InternalRow> rows = arrowRows(table.rowType(), step.get("data").asText()); rows.hasNext(); ) {
             extractor.setRecord(rows.next());
             out.add(extractor.bucket());
-        }
-        return out;
-    }
-
-    private ArrayNode snapshotIds(JsonNode step) throws Exception {
-        ArrayNode out = JSON.createArrayNode();
-        Iterator<Snapshot> snapshots = table(step).snapshotManager().snapshots();
-        while (snapshots.hasNext()) {
-            out.add(snapshots.next().id());
         }
         return out;
     }
