@@ -18,10 +18,11 @@ from paimon_core.schema import (
 )
 from paimon_core.snapshot import Snapshot
 from paimon_core.table import Table, TableWrite
+from paimon_core.type_names import arrow_field_for, parse_type_name
 from paimon_core.version import __version__
 
 __all__ = [
     "ROW_KIND", "AddColumn", "Catalog", "ChangeBatch", "ChangeStream", "Consumer", "DropColumn",
     "PaimonError", "RemoveOption", "RenameColumn", "SetOption", "Snapshot", "Table", "TableWrite",
-    "UpdateColumnType", "UpdateComment", "__version__",
+    "UpdateColumnType", "UpdateComment", "__version__", "arrow_field_for", "parse_type_name",
 ]

@@ -123,6 +123,10 @@ class Catalog:
         ident = Identifier.parse(identifier)
         return bool(self.file_io.list_dir(TablePaths(self._table_path(ident)).schema_dir))
 
+    def table_uri(self, identifier: str) -> str:
+        """Where ``identifier`` lives (or would live), as a URI; touches no storage."""
+        return self.file_io.uri(self._table_path(Identifier.parse(identifier)))
+
     def get_table(self, identifier: str) -> Table:
         ident = Identifier.parse(identifier)
         self._require_database(ident.database)
@@ -143,12 +147,8 @@ class Catalog:
         """
         ident = Identifier.parse(identifier)
         self._require_database(ident.database)
-        if not isinstance(schema, pa.Schema):
-            raise SchemaError(f"schema of table {ident} must be a pyarrow.Schema, got {type(schema).__name__}")
-        table_schema = create_schema(schema, partition_keys=partition_keys, primary_keys=primary_keys,
-                                     options=options, comment=comment, table=str(ident))
-        if table_schema.primary_keys:
-            engine_for(table_schema, table_schema.table_options(), table=str(ident))  # validates the options
+        table_schema = validate_table(identifier, schema=schema, partition_keys=partition_keys,
+                                      primary_keys=primary_keys, options=options, comment=comment)
         path = self._table_path(ident)
         paths = TablePaths(path)
         if self.file_io.list_dir(paths.schema_dir):
@@ -191,3 +191,24 @@ class Catalog:
     def alter_table(self, identifier: str, changes: Sequence[SchemaChange]) -> TableSchema:
         """Apply schema changes to a table as one new schema version."""
         return self.get_table(identifier).alter(changes)
+
+
+def validate_table(identifier: str, *, schema: pa.Schema, partition_keys: Sequence[str] = (),
+                   primary_keys: Sequence[str] = (), options: Mapping[str, str] | None = None,
+                   comment: str | None = None) -> TableSchema:
+    """The schema ``create_table`` would write, checked exactly as it checks it, without storage.
+
+    Lets a declaration of a table (columns, keys, options, merge engine) be refused when it is
+    loaded rather than when its first write runs.
+
+    Raises:
+        InvalidNameError / SchemaError / OptionError: what ``create_table`` would raise.
+    """
+    ident = Identifier.parse(identifier)
+    if not isinstance(schema, pa.Schema):
+        raise SchemaError(f"schema of table {ident} must be a pyarrow.Schema, got {type(schema).__name__}")
+    table_schema = create_schema(schema, partition_keys=partition_keys, primary_keys=primary_keys,
+                                 options=options, comment=comment, table=str(ident))
+    if table_schema.primary_keys:
+        engine_for(table_schema, table_schema.table_options(), table=str(ident))  # validates the options
+    return table_schema

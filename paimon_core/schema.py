@@ -14,18 +14,24 @@ from typing import Any
 
 import pyarrow as pa
 
-from paimon_core.errors import CorruptMetadataError, OptionError, SchemaError
+from paimon_core.errors import CorruptMetadataError, OptionError, SchemaError, UnsupportedFeatureError
 from paimon_core.names import validate_identifier
 from paimon_core.options import TableOptions, check_option_keys, codec_problem
+from paimon_core.type_names import PAIMON_TYPE_KEY, check_type_parameters
 from paimon_core.types import (
+    ArrayType,
     AtomicType,
     DataField,
     DataType,
+    MapType,
+    RowType,
     arrow_schema,
     can_widen,
     field_from_json,
     field_to_json,
     from_arrow_type,
+    to_arrow_type,
+    type_from_json,
     type_to_json,
     with_nullable,
 )
@@ -135,8 +141,13 @@ def create_schema(arrow: pa.Schema, *, partition_keys: Sequence[str] = (),
                   comment: str | None = None, table: str = "") -> TableSchema:
     """Build and validate schema 0 of a new table from an Arrow schema.
 
+    A field whose metadata carries ``b"paimon.type"`` (made by
+    :func:`paimon_core.type_names.arrow_field_for`) gets exactly that Paimon type, e.g.
+    ``VARCHAR(20)`` where a plain ``pa.string()`` field becomes ``STRING``.
+
     Raises:
-        SchemaError: unknown or duplicate columns, bad keys, unsupported types.
+        SchemaError: unknown or duplicate columns, bad keys, unsupported types, a ``paimon.type``
+            that cannot be read or does not match the field's Arrow type.
         OptionError: a bad option value, or options that contradict the schema.
     """
     check_option_keys(options or {}, table=table)
@@ -146,7 +157,11 @@ def create_schema(arrow: pa.Schema, *, partition_keys: Sequence[str] = (),
         validate_identifier(arrow_field.name, "column", table=table)
         field_id = next_id[0]
         next_id[0] += 1
-        data_type = from_arrow_type(arrow_field.type, arrow_field.nullable, next_id)
+        declared = (arrow_field.metadata or {}).get(PAIMON_TYPE_KEY)
+        if declared is None:
+            data_type = from_arrow_type(arrow_field.type, arrow_field.nullable, next_id)
+        else:
+            data_type = _renumber(_declared_type(arrow_field, declared, table), next_id)
         if arrow_field.name in primary_keys:
             data_type = with_nullable(data_type, False)
         description = (arrow_field.metadata or {}).get(b"description")
@@ -159,6 +174,49 @@ def create_schema(arrow: pa.Schema, *, partition_keys: Sequence[str] = (),
         time_millis=int(time.time() * 1000))
     validate_schema(schema, table=table)
     return schema
+
+
+def _declared_type(arrow_field: pa.Field, declared: bytes, table: str) -> DataType:
+    """The Paimon type an Arrow field declares in its ``paimon.type`` metadata (see
+    :func:`paimon_core.type_names.arrow_field_for`), checked against the field's Arrow type."""
+    where = f"column {arrow_field.name!r}" + (f" of table {table}" if table else "")
+    try:
+        data_type = type_from_json(json.loads(declared))
+        check_type_parameters(data_type)
+    except UnsupportedFeatureError as exc:
+        raise UnsupportedFeatureError(f"{where}: {exc}") from exc
+    except (ValueError, KeyError, TypeError) as exc:  # SchemaError and JSONDecodeError are ValueErrors
+        raise SchemaError(f"{where} declares Paimon type {declared.decode(errors='replace')!r}, which "
+                          f"cannot be read: {exc}") from exc
+    expected = to_arrow_type(data_type)
+    if expected != arrow_field.type or data_type.nullable != arrow_field.nullable:
+        raise SchemaError(f"{where} declares Paimon type {json.dumps(type_to_json(data_type))}, stored as "
+                          f"Arrow {_spell(expected, data_type.nullable)}, but the Arrow field is "
+                          f"{_spell(arrow_field.type, arrow_field.nullable)}")
+    return data_type
+
+
+def _spell(arrow_type: pa.DataType, nullable: bool) -> str:
+    return f"{arrow_type}{'' if nullable else ' not null'}"
+
+
+def _renumber(data_type: DataType, next_id: list[int]) -> DataType:
+    """``data_type`` with its ROW field ids taken from the running counter, in the order
+    :func:`~paimon_core.types.from_arrow_type` assigns them (depth first, a field before its
+    children, map keys before values)."""
+    if isinstance(data_type, ArrayType):
+        return replace(data_type, element=_renumber(data_type.element, next_id))
+    if isinstance(data_type, MapType):
+        key = _renumber(data_type.key, next_id)
+        return replace(data_type, key=key, value=_renumber(data_type.value, next_id))
+    if isinstance(data_type, RowType):
+        fields = []
+        for data_field in data_type.fields:
+            field_id = next_id[0]
+            next_id[0] += 1
+            fields.append(replace(data_field, id=field_id, type=_renumber(data_field.type, next_id)))
+        return replace(data_type, fields=tuple(fields))
+    return data_type
 
 
 def validate_schema(schema: TableSchema, *, table: str = "") -> None:

@@ -34,15 +34,9 @@ from pydantic import Field
 import paimon_core as pc
 from paimon_core.compaction.compactor import BucketCompaction, BucketTotals, CompactionResult
 from paimon_core.compaction.state import BucketState, LsmState
-from paimon_core.errors import CommitConflictError
-from pipelines.lsm import (
-    COMPACTION_TAG,
-    check_outcomes,
-    compacted_table,
-    dagster_partition,
-    partition_spec,
-    state_metadata,
-)
+from paimon_core.errors import CommitConflictError, DatabaseNotFoundError, InvalidNameError, TableNotFoundError
+from pipelines.lsm import COMPACTION_TAG, check_outcomes, partition_spec, state_metadata
+from pipelines.target import TableTarget, TargetConfig, resolve_target
 from resources import PaimonCatalogResource
 
 log = logging.getLogger(__name__)
@@ -55,10 +49,9 @@ CONFLICT_ATTEMPTS = 2
 POLL_SECONDS = 0.5
 
 
-class CompactionTarget(dg.Config):
+class CompactionTarget(TargetConfig):
     """Which table (and which of its partitions) to compact."""
 
-    table: str = Field(description="The table to compact, as db.table (e.g. shop.orders).")
     partitions: list[str] = Field(
         default=[],
         description="Partitions to compact, as paths like 'dt=2024-01-01' (what `paimon lsm` and the "
@@ -96,7 +89,7 @@ class FullCompactionConfig(CompactionTarget):
 class PartitionTask:
     """One partition's buckets to compact (a step of the fan-out)."""
 
-    table: str
+    target: TableTarget
     partition: str  # the path, "" for an unpartitioned table
     buckets: tuple[int, ...]
     full: bool
@@ -120,7 +113,7 @@ class PartitionCompaction(BucketTotals):
 class CompactionPlan:
     """The table's shape when the run planned, and what the run was asked to do after."""
 
-    table: str
+    target: TableTarget
     full: bool
     snapshot_id: int | None
     max_level0_files: int
@@ -146,13 +139,13 @@ def needs_work(bucket: BucketState, *, full: bool, level0_threshold: int) -> boo
     return bucket.pending is not None and bucket.level0_files >= level0_threshold
 
 
-def plan_tasks(state: LsmState, *, full: bool, level0_threshold: int = 0) -> list[PartitionTask]:
+def plan_tasks(state: LsmState, target: TableTarget, *, full: bool, level0_threshold: int = 0) -> list[PartitionTask]:
     """One task per partition with buckets needing work, partitions and buckets in order."""
     by_partition: dict[str, list[BucketState]] = {}
     for bucket in state.buckets:
         if needs_work(bucket, full=full, level0_threshold=level0_threshold):
             by_partition.setdefault(bucket.partition, []).append(bucket)
-    return [PartitionTask(state.table, partition, tuple(b.bucket for b in buckets), full,
+    return [PartitionTask(target, partition, tuple(b.bucket for b in buckets), full,
                           tuple(b.level0_files for b in buckets))
             for partition, buckets in sorted(by_partition.items())]
 
@@ -170,18 +163,19 @@ def check_compaction_tag(context: dg.OpExecutionContext, table: str) -> None:
                             "conflict (safely: the loser commits nothing)")
 
 
-def plan(context: dg.OpExecutionContext, catalog: PaimonCatalogResource, target: CompactionTarget, *,
+def plan(context: dg.OpExecutionContext, paimon_catalog: PaimonCatalogResource, target: CompactionTarget, *,
          full: bool, level0_threshold: int, follow_seconds: int = 0,
          idle_seconds: int = 10) -> Iterator[dg.Output | dg.DynamicOutput]:
     check_compaction_tag(context, target.table)
-    table = catalog.table(target.table)
+    resolved = resolve_target(context, target)
+    table = existing_table(paimon_catalog, target.table)
     state = table.lsm_state(partitions=list(target.partitions) or None)
-    tasks = plan_tasks(state, full=full, level0_threshold=level0_threshold)
+    tasks = plan_tasks(state, resolved, full=full, level0_threshold=level0_threshold)
     kind = "full" if full else "minor"
     context.log.info(f"{target.table} snapshot {state.snapshot_id}: {len(state.buckets)} bucket(s), max "
                      f"{state.max_level0_files} level-0 file(s), {state.debt_bytes:,} debt bytes; {kind} "
                      f"compaction of {sum(len(t.buckets) for t in tasks)} bucket(s) in {len(tasks)} partition(s)")
-    yield dg.Output(CompactionPlan(target.table, full, state.snapshot_id, state.max_level0_files,
+    yield dg.Output(CompactionPlan(resolved, full, state.snapshot_id, state.max_level0_files,
                                    state.debt_bytes, len(tasks), tuple(target.partitions), level0_threshold,
                                    follow_seconds, idle_seconds),
                     output_name="plan", metadata=state_metadata(state))
@@ -197,17 +191,25 @@ PLAN_OUTS = {
 
 @dg.op(out=PLAN_OUTS, tags={"paimon/operation": "plan-compaction"})
 def plan_compaction(context: dg.OpExecutionContext, config: CompactionConfig,
-                    catalog: PaimonCatalogResource) -> Iterator[dg.Output | dg.DynamicOutput]:
+                    paimon_catalog: PaimonCatalogResource) -> Iterator[dg.Output | dg.DynamicOutput]:
     """Read the table's LSM shape (manifests only) and fan out the partitions needing compaction."""
-    yield from plan(context, catalog, config, full=config.full, level0_threshold=config.level0_threshold,
+    yield from plan(context, paimon_catalog, config, full=config.full, level0_threshold=config.level0_threshold,
                     follow_seconds=0 if config.full else config.follow_seconds, idle_seconds=config.idle_seconds)
 
 
 @dg.op(out=PLAN_OUTS, tags={"paimon/operation": "plan-compaction"})
 def plan_full_compaction(context: dg.OpExecutionContext, config: FullCompactionConfig,
-                         catalog: PaimonCatalogResource) -> Iterator[dg.Output | dg.DynamicOutput]:
+                         paimon_catalog: PaimonCatalogResource) -> Iterator[dg.Output | dg.DynamicOutput]:
     """Fan out every partition whose buckets are not yet one file each, for a full compaction."""
-    yield from plan(context, catalog, config, full=True, level0_threshold=0)
+    yield from plan(context, paimon_catalog, config, full=True, level0_threshold=0)
+
+
+def existing_table(paimon_catalog: PaimonCatalogResource, table: str) -> pc.Table:
+    """The table a run works on; one that does not exist fails the run in one line, not a trace."""
+    try:
+        return paimon_catalog.table(table)
+    except (DatabaseNotFoundError, TableNotFoundError, InvalidNameError) as exc:
+        raise dg.Failure(description=f"Paimon table {table}: {exc}", allow_retries=False) from None
 
 
 # ---- compacting -----------------------------------------------------------------------------
@@ -247,25 +249,25 @@ def buckets_table(buckets: tuple[BucketCompaction, ...]) -> dg.MetadataValue:
 
 def compaction_metadata(done: PartitionCompaction) -> dict[str, Any]:
     return {
-        "table": done.table,
-        "partition": done.partition or "-",
-        "snapshot_id": done.snapshot_id if done.snapshot_id is not None else -1,
-        "buckets_compacted": len(done.buckets),
-        "files_in": done.files_in,
-        "files_out": done.files_out,
-        "bytes_in": done.bytes_in,
-        "bytes_out": done.bytes_out,
-        "rows_in": sum(b.rows_in for b in done.buckets),
-        "rows_out": sum(b.rows_out for b in done.buckets),
-        "level0_files_before": sum(b.level_files_before[0] for b in done.buckets),
-        "level0_files_after": sum(b.level_files_after[0] for b in done.buckets),
+        "paimon/compaction/table": done.table,
+        "paimon/compaction/partition": done.partition or "-",
+        "paimon/compaction/snapshot_id": done.snapshot_id if done.snapshot_id is not None else -1,
+        "paimon/compaction/buckets_compacted": len(done.buckets),
+        "paimon/compaction/files_in": done.files_in,
+        "paimon/compaction/files_out": done.files_out,
+        "paimon/compaction/bytes_in": done.bytes_in,
+        "paimon/compaction/bytes_out": done.bytes_out,
+        "paimon/compaction/rows_in": sum(b.rows_in for b in done.buckets),
+        "paimon/compaction/rows_out": sum(b.rows_out for b in done.buckets),
+        "paimon/compaction/level0_files_before": sum(b.level_files_before[0] for b in done.buckets),
+        "paimon/compaction/level0_files_after": sum(b.level_files_after[0] for b in done.buckets),
         # The changelog the compaction wrote (changelog-producer full-compaction: compactions
         # into the max level, for the keys that changed there).
-        "changelog_rows": done.changelog_rows,
-        "changelog_files": sum(b.changelog_files for b in done.buckets),
-        "conflicts": done.conflicts,
-        "duration_s": round(done.duration_s, 3),
-        "buckets": buckets_table(done.buckets),
+        "paimon/compaction/changelog_rows": done.changelog_rows,
+        "paimon/compaction/changelog_files": sum(b.changelog_files for b in done.buckets),
+        "paimon/compaction/conflicts": done.conflicts,
+        "paimon/compaction/duration_s": round(done.duration_s, 3),
+        "paimon/compaction/buckets": buckets_table(done.buckets),
     }
 
 
@@ -274,63 +276,62 @@ def run_task(context: dg.OpExecutionContext, table: pc.Table, task: PartitionTas
     started = time.monotonic()
     result, conflicts = compact_task(table, task, commit_user=f"dagster-{context.run_id}")
     done = PartitionCompaction(
-        table=task.table, partition=task.partition,
+        table=task.target.table, partition=task.partition,
         snapshot_id=result.snapshot_id if result is not None else None, conflicts=conflicts,
         skipped=result is None, buckets=result.buckets if result is not None else (),
         duration_s=time.monotonic() - started)
     if result is None:
-        context.log.warning(f"{task.table} partition {task.partition!r}: every attempt conflicted with a "
+        context.log.warning(f"{task.target.table} partition {task.partition!r}: every attempt conflicted with a "
                             "concurrent commit; left for the next compaction run")
     elif result.snapshot_id is None:
-        context.log.info(f"{task.table} partition {task.partition!r}: nothing to compact any more")
+        context.log.info(f"{task.target.table} partition {task.partition!r}: nothing to compact any more")
     else:
-        context.log.info(f"{task.table} partition {task.partition!r}: snapshot {result.snapshot_id}, "
+        context.log.info(f"{task.target.table} partition {task.partition!r}: snapshot {result.snapshot_id}, "
                          f"{done.files_in} files ({done.bytes_in:,} bytes) -> {done.files_out} files "
                          f"({done.bytes_out:,} bytes), level-0 files per bucket "
                          f"{[b.level_files_before[0] for b in done.buckets]} -> "
                          f"{[b.level_files_after[0] for b in done.buckets]}"
                          + (f", {done.changelog_rows:,} changelog rows" if done.changelog_rows else ""))
-    spec = compacted_table(task.table)
+    target = task.target
     if done.snapshot_id is not None:
         context.log_event(dg.AssetObservation(
-            asset_key=spec.asset_key, metadata=compaction_metadata(done),
-            partition=dagster_partition(spec, partition_spec(table, task.partition)),
+            asset_key=target.asset_key, metadata=compaction_metadata(done),
+            partition=target.partition_key(partition_spec(table, task.partition)),
             description=f"COMPACT snapshot {done.snapshot_id} of partition {task.partition or '-'}"))
     return done
 
 
 @dg.op(tags={"paimon/operation": "compact"})
-def compact_partition(context: dg.OpExecutionContext, catalog: PaimonCatalogResource,
+def compact_partition(context: dg.OpExecutionContext, paimon_catalog: PaimonCatalogResource,
                       task: PartitionTask) -> dg.Output[PartitionCompaction]:
     """Compact one partition's buckets as one COMPACT snapshot and observe the table's asset."""
-    done = run_task(context, catalog.table(task.table), task)
+    done = run_task(context, paimon_catalog.table(task.target.table), task)
     return dg.Output(done, metadata=compaction_metadata(done))
 
 
 # ---- report ---------------------------------------------------------------------------------
 
 
-def record_checks(context: dg.OpExecutionContext, table: pc.Table, state: LsmState) -> None:
+def record_checks(context: dg.OpExecutionContext, target: TableTarget, table: pc.Table, state: LsmState) -> None:
     """Record the table's LSM checks on its asset, as of ``state`` (after compacting).
 
     ``log_event`` takes check evaluations at run time (and records them like a check step
     would) though its annotation lists only materializations, observations and expectations.
     """
-    spec = compacted_table(table.name)
     for outcome in check_outcomes(table, state):
-        context.log_event(cast(Any, outcome.evaluation(spec.asset_key)))
+        context.log_event(cast(Any, outcome.evaluation(target.asset_key)))
 
 
 @dg.op(tags={"paimon/operation": "report-compaction"})
-def report_compaction(context: dg.OpExecutionContext, catalog: PaimonCatalogResource, plan: CompactionPlan,
+def report_compaction(context: dg.OpExecutionContext, paimon_catalog: PaimonCatalogResource, plan: CompactionPlan,
                       compacted: list[PartitionCompaction]) -> dg.Output[dict[str, Any]]:
     """Sum the partitions up, read the table's shape after, and record the LSM checks on its asset."""
-    table = catalog.table(plan.table)
+    table = paimon_catalog.table(plan.target.table)
     after = table.lsm_state()
-    record_checks(context, table, after)
+    record_checks(context, plan.target, table, after)
     snapshots = [c.snapshot_id for c in compacted if c.snapshot_id is not None]
     summary: dict[str, Any] = {
-        "table": plan.table,
+        "table": plan.target.table,
         "full": plan.full,
         "partitions_planned": plan.partitions,
         "partitions_compacted": len(snapshots),
@@ -348,7 +349,7 @@ def report_compaction(context: dg.OpExecutionContext, catalog: PaimonCatalogReso
         "debt_bytes_before": plan.debt_bytes,
         "debt_bytes_after": after.debt_bytes,
     }
-    context.log.info(f"{plan.table}: {summary['partitions_compacted']} partition(s) compacted in snapshots "
+    context.log.info(f"{plan.target.table}: {summary['partitions_compacted']} partition(s) compacted in snapshots "
                      f"{snapshots}, {summary['files_in']} files ({summary['bytes_in']:,} bytes) -> "
                      f"{summary['files_out']} files ({summary['bytes_out']:,} bytes), {summary['changelog_rows']:,} "
                      f"changelog rows; max level-0 files {plan.max_level0_files} -> {after.max_level0_files}")
@@ -400,7 +401,7 @@ def follow(context: dg.OpExecutionContext, table: pc.Table, plan: CompactionPlan
         watch.observe(state.snapshot_id, now)
         max_level0 = max(max_level0, state.max_level0_files)
         progressed = False
-        for task in plan_tasks(state, full=False, level0_threshold=plan.level0_threshold):
+        for task in plan_tasks(state, plan.target, full=False, level0_threshold=plan.level0_threshold):
             compacted = run_task(context, table, task)
             done.append(compacted)
             if compacted.snapshot_id is not None:
@@ -418,21 +419,21 @@ def follow(context: dg.OpExecutionContext, table: pc.Table, plan: CompactionPlan
                "files_in": sum(c.files_in for c in done), "files_out": sum(c.files_out for c in done),
                "bytes_in": sum(c.bytes_in for c in done), "bytes_out": sum(c.bytes_out for c in done),
                "conflicts": sum(c.conflicts for c in done)}
-    context.log.info(f"{plan.table}: followed for {summary['followed_s']}s (stopped by {stop}), "
+    context.log.info(f"{plan.target.table}: followed for {summary['followed_s']}s (stopped by {stop}), "
                      f"{len(snapshots)} compaction(s), at most {max_level0} level-0 file(s) per bucket seen")
     return summary
 
 
 @dg.op(tags={"paimon/operation": "follow-compaction"})
-def follow_compaction(context: dg.OpExecutionContext, catalog: PaimonCatalogResource, plan: CompactionPlan,
+def follow_compaction(context: dg.OpExecutionContext, paimon_catalog: PaimonCatalogResource, plan: CompactionPlan,
                       report: dict[str, Any]) -> dg.Output[dict[str, Any]]:
     """With ``follow_seconds``, keep compacting as writers commit (else return at once)."""
     if plan.follow_seconds <= 0:
         return dg.Output({"followed_s": 0}, metadata={"followed_s": 0})
-    table = catalog.table(plan.table)
+    table = paimon_catalog.table(plan.target.table)
     summary = follow(context, table, plan, list(report.get("snapshots", [])))
     after = table.lsm_state()
-    record_checks(context, table, after)
+    record_checks(context, plan.target, table, after)
     return dg.Output(summary, metadata={**summary, "max_level0_files_after": after.max_level0_files})
 
 
@@ -462,17 +463,18 @@ def paimon_full_compaction_job() -> None:
     report_compaction(plan_out, tasks.map(compact_partition).collect())
 
 
-def compaction_run_config(table: str, *, partitions: list[str] | None = None, full: bool = False,
+def compaction_run_config(target: TableTarget, *, partitions: list[str] | None = None, full: bool = False,
                           level0_threshold: int = 0, follow_seconds: int = 0) -> dict[str, Any]:
     """Run config of ``paimon_compaction_job`` (what the sensors request)."""
-    config = {"table": table, "partitions": list(partitions or []), "full": full,
+    config = {**target.config(), "partitions": list(partitions or []), "full": full,
               "level0_threshold": level0_threshold, "follow_seconds": follow_seconds}
     return {"ops": {"plan_compaction": {"config": config}}}
 
 
-def full_compaction_run_config(table: str, *, partitions: list[str] | None = None) -> dict[str, Any]:
+def full_compaction_run_config(target: TableTarget, *, partitions: list[str] | None = None) -> dict[str, Any]:
     """Run config of ``paimon_full_compaction_job``."""
-    return {"ops": {"plan_full_compaction": {"config": {"table": table, "partitions": list(partitions or [])}}}}
+    config = {**target.config(), "partitions": list(partitions or [])}
+    return {"ops": {"plan_full_compaction": {"config": config}}}
 
 
 def compaction_tags(table: str) -> dict[str, str]:

@@ -1,8 +1,8 @@
-"""The code location ``paimon``: every asset, check, job, schedule, sensor and resource, in one ``defs``.
+"""The code location ``paimon``: the demo's tables, declared in ``pipelines/demo/defs``.
 
 Load it with ``dagster dev -w workspace.yaml``. The warehouse is ``$PAIMON_WAREHOUSE`` (a path
-or fsspec URL), defaulting to ``warehouse/`` at the repository root; on S3 see
-:func:`default_storage_options`.
+or fsspec URL), defaulting to ``warehouse/`` at the repository root; on S3 set
+``$PAIMON_S3_ENDPOINT_URL`` (and the AWS keys) for an S3-compatible store.
 """
 
 from __future__ import annotations
@@ -13,21 +13,7 @@ from typing import Any
 
 import dagster as dg
 
-from pipelines.assets import IO_MANAGER_KEY, log_events
-from pipelines.checks import (
-    log_events_partition_valid,
-    lsm_asset_checks,
-    maintenance_asset_checks,
-    orders_partition_valid,
-)
-from pipelines.compaction import paimon_compaction_job, paimon_full_compaction_job
-from pipelines.jobs import ingest_log_events_job, ingest_orders_job
-from pipelines.maintenance import paimon_expire_snapshots_job, paimon_remove_orphan_files_job
-from pipelines.order_assets import shop_orders, user_order_totals
-from pipelines.order_revenue import order_revenue_by_status, order_revenue_job, order_revenue_sensor
-from pipelines.schedules import ingest_log_events_daily, ingest_orders_daily, maintenance_schedules
-from pipelines.sensors import compaction_sensors
-from resources import LogEventSource, OrderEventSource, PaimonCatalogResource, PaimonTableIOManager
+import pipelines.demo.defs
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 WAREHOUSE_ENV = "PAIMON_WAREHOUSE"
@@ -62,28 +48,10 @@ def default_storage_options() -> dict[str, Any]:
     return options
 
 
-def build_resources(*, warehouse: str | None = None, log_source: LogEventSource | None = None,
-                    order_source: OrderEventSource | None = None,
-                    storage_options: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The resources every definition expects, sharing one catalog config between them."""
-    warehouse = warehouse or default_warehouse()
-    if storage_options is None:
-        storage_options = default_storage_options() if "://" in warehouse else {}
-    catalog = PaimonCatalogResource(warehouse=warehouse, storage_options=storage_options)
-    return {
-        "catalog": catalog,
-        "log_source": log_source or LogEventSource(),
-        "order_source": order_source or OrderEventSource(),
-        IO_MANAGER_KEY: PaimonTableIOManager(catalog=catalog),
-    }
+def load() -> dg.Definitions:
+    """The demo's definitions, with the warehouse resolved as ``default_warehouse`` says."""
+    os.environ[WAREHOUSE_ENV] = default_warehouse()
+    return dg.load_defs(pipelines.demo.defs, project_root=REPO_ROOT)
 
 
-defs = dg.Definitions(
-    assets=[log_events, shop_orders, user_order_totals, order_revenue_by_status],
-    asset_checks=[log_events_partition_valid, orders_partition_valid, *lsm_asset_checks, *maintenance_asset_checks],
-    jobs=[ingest_log_events_job, ingest_orders_job, order_revenue_job, paimon_compaction_job,
-          paimon_full_compaction_job, paimon_expire_snapshots_job, paimon_remove_orphan_files_job],
-    schedules=[ingest_log_events_daily, ingest_orders_daily, *maintenance_schedules],
-    sensors=[*compaction_sensors, order_revenue_sensor],
-    resources=build_resources(),
-)
+defs = load()

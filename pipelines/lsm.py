@@ -1,17 +1,16 @@
-"""The LSM shape of the compacted tables, as the compaction sensors, job and checks see it.
+"""The LSM shape of a write-only table, as the compaction sensors, jobs and checks see it.
 
-Every table listed in ``COMPACTED_TABLES`` is written write-only by its ingestion (writers never
-compact, and never expire snapshots), gets a sensor that launches ``paimon_compaction_job`` when
-a bucket's level 0 grows, a pair of asset checks on its asset, and the maintenance schedules and
-checks of ``pipelines.maintenance`` (snapshot expiry, orphan-file cleanup). Everything here reads
-manifests only (``Table.lsm_state``), never data files, so a sensor tick or a check costs a few
-small reads.
+A table whose spec turns the compaction sensor on is written write-only by its ingestion
+(writers never compact, and never expire snapshots); its sensor launches
+``paimon_compaction_job`` when a bucket's level 0 grows, and a pair of checks on its asset
+judge the shape. Everything here reads manifests only (``Table.lsm_state``), never data files,
+so a sensor tick or a check costs a few small reads.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,17 +19,14 @@ import dagster as dg
 import paimon_core as pc
 from paimon_core.compaction.state import BucketState, LsmState
 from paimon_core.layout import unescape_path_name
-from pipelines.assets import LOG_EVENTS_KEY
-from pipelines.log_events import PARTITION_COLUMN, TABLE
-from pipelines.order_assets import ORDERS_KEY, REVENUE_KEY
-from pipelines.orders import ORDERS_TABLE, REVENUE_TABLE
+from pipelines.target import TableTarget
 
 # Runs that compact a table carry COMPACTION_TAG=<db.table>; dagster.yaml allows one such run per
 # table at a time. It is not the ingestion tag (paimon/table), so ingestion and compaction of one
 # table run side by side: ingestion only adds files (write-only), compaction replaces them, and
 # the engine lands both (an APPEND never conflicts with a COMPACT). The maintenance runs
-# (snapshot expiry, orphan-file cleanup; pipelines.maintenance) carry it too, so they never run
-# next to a compaction of the same table: the tag means "replaces or deletes the table's files".
+# (snapshot expiry, orphan-file cleanup) carry it too, so they never run next to a compaction of
+# the same table: the tag means "replaces or deletes the table's files".
 COMPACTION_TAG = "paimon/compaction"
 # The level-0 file count that made the sensor ask for the run, and the snapshot it saw.
 TRIGGER_LEVEL0_TAG = "paimon/trigger-level0"
@@ -43,63 +39,19 @@ TRIGGER_REASON_TAG = "paimon/trigger-reason"
 TRIGGER_COMMITS_TAG = "paimon/trigger-commits-since-full"
 # Runs that keep compacting as writers commit (follow mode) say for how long.
 FOLLOW_TAG = "paimon/compaction-follow"
-# Seconds between two evaluations of a compaction sensor (the daemon evaluates sensors at most
-# every 5 s whatever this says). Read when the code location loads.
+# Seconds between two evaluations of a compaction sensor when the table's spec does not say
+# (the daemon evaluates sensors at most every 5 s whatever this says). Read when the code
+# location loads.
 SENSOR_INTERVAL_ENV = "PAIMON_COMPACTION_SENSOR_INTERVAL"
 DEFAULT_SENSOR_INTERVAL_S = 30
-# Seconds a sensor-launched run keeps following the table (see CompactionConfig.follow_seconds)
-# when the table's entry does not say; 0 (the default) means one pass per run.
+# Seconds a sensor-launched run keeps following the table when its spec does not say; 0 (the
+# default) means one pass per run.
 FOLLOW_ENV = "PAIMON_COMPACTION_FOLLOW_SECONDS"
 # Buckets shown in metadata tables; the worst ones (most level-0 files) come first.
 BUCKETS_SHOWN = 20
 
 LEVEL0_CHECK = "level0_below_stop_trigger"
 SMALL_FILES_CHECK = "small_files"
-
-
-@dataclass(frozen=True, slots=True)
-class CompactedTable:
-    """A table kept in shape by the compaction sensor and job.
-
-    ``level0_threshold``: level-0 files in one bucket that make the sensor request a run; None
-    uses the table's own trigger (see ``default_level0_threshold``). ``follow_seconds``: how long
-    the runs the sensor launches keep compacting as writers commit; None reads
-    ``$PAIMON_COMPACTION_FOLLOW_SECONDS`` (default 0, one pass). ``partition_column`` maps a
-    one-column Paimon partition onto the asset's Dagster partition key, so observations land on
-    the partition they describe. ``expire_cron`` / ``remove_orphan_files_cron``: when the table's
-    maintenance schedules tick (UTC); None reads ``$PAIMON_EXPIRE_SNAPSHOTS_CRON`` /
-    ``$PAIMON_REMOVE_ORPHAN_FILES_CRON``, defaulting to hourly and daily at 03:00 (see
-    ``pipelines.maintenance``).
-    """
-
-    table: str
-    asset_key: dg.AssetKey
-    level0_threshold: int | None = None
-    follow_seconds: int | None = None
-    partition_column: str | None = PARTITION_COLUMN
-    expire_cron: str | None = None
-    remove_orphan_files_cron: str | None = None
-
-    @property
-    def name(self) -> str:
-        """``db_table``: the suffix of the sensor's name."""
-        return self.table.replace(".", "_")
-
-
-COMPACTED_TABLES: tuple[CompactedTable, ...] = (
-    CompactedTable(TABLE, LOG_EVENTS_KEY),
-    CompactedTable(ORDERS_TABLE, ORDERS_KEY),
-    # A few rows per day, unpartitioned; every batch its consumer applies adds a level-0 file.
-    CompactedTable(REVENUE_TABLE, REVENUE_KEY, partition_column=None),
-)
-
-
-def compacted_table(table: str) -> CompactedTable:
-    """The entry of ``table`` in ``COMPACTED_TABLES``, or a default one (asset key ``[db, table]``)."""
-    for spec in COMPACTED_TABLES:
-        if spec.table == table:
-            return spec
-    return CompactedTable(table, dg.AssetKey(table.split(".")), partition_column=None)
 
 
 def env_seconds(name: str, default: int, *, minimum: int) -> int:
@@ -117,15 +69,17 @@ def env_seconds(name: str, default: int, *, minimum: int) -> int:
     return seconds
 
 
-def sensor_interval_seconds() -> int:
-    """``$PAIMON_COMPACTION_SENSOR_INTERVAL`` (seconds, at least 1) or 30."""
+def sensor_interval_seconds(configured: int | None = None) -> int:
+    """``configured``, else ``$PAIMON_COMPACTION_SENSOR_INTERVAL`` (seconds, at least 1), else 30."""
+    if configured is not None:
+        return configured
     return env_seconds(SENSOR_INTERVAL_ENV, DEFAULT_SENSOR_INTERVAL_S, minimum=1)
 
 
-def follow_seconds(spec: CompactedTable) -> int:
-    """How long the runs a sensor launches for ``spec`` keep following the table."""
-    if spec.follow_seconds is not None:
-        return spec.follow_seconds
+def follow_seconds(configured: int | None = None) -> int:
+    """``configured``, else ``$PAIMON_COMPACTION_FOLLOW_SECONDS``, else 0 (one pass per run)."""
+    if configured is not None:
+        return configured
     return env_seconds(FOLLOW_ENV, 0, minimum=0)
 
 
@@ -140,17 +94,17 @@ def default_level0_threshold(table: pc.Table) -> int:
     return options.sorted_run_compaction_trigger if table.schema.primary_keys else options.compaction_min_file_num
 
 
-def level0_threshold(spec: CompactedTable, table: pc.Table) -> int:
-    """The level-0 files of one bucket at which ``spec``'s sensor requests a run.
+def level0_threshold(target: TableTarget, table: pc.Table) -> int:
+    """The level-0 files of one bucket at which ``target``'s sensor requests a run.
 
-    The table's entry decides if it says; otherwise the table's own trigger, except for tables
-    whose runs follow the writers: there the sensor launches a run as soon as a level-0 file
+    The spec decides if it says; otherwise the table's own trigger, except for tables whose
+    runs follow the writers: there the sensor launches a run as soon as a level-0 file
     appears, so the run is already up when the picker first has work (launching takes about as
     long as a fast writer needs to add the level-0 files between trigger and stop-trigger).
     """
-    if spec.level0_threshold:
-        return spec.level0_threshold
-    return 1 if follow_seconds(spec) > 0 else default_level0_threshold(table)
+    if target.level0_threshold:
+        return target.level0_threshold
+    return 1 if target.follow_seconds > 0 else default_level0_threshold(table)
 
 
 def partition_spec(table: pc.Table, path: str) -> dict[str, Any]:
@@ -169,14 +123,6 @@ def partition_spec(table: pc.Table, path: str) -> dict[str, Any]:
         text = unescape_path_name(value)
         spec[unescape_path_name(key)] = None if text == default else text
     return spec
-
-
-def dagster_partition(spec: CompactedTable, partition: Mapping[str, Any]) -> str | None:
-    """The asset's Dagster partition key of a Paimon partition, when the two map one to one."""
-    if spec.partition_column is None or set(partition) != {spec.partition_column}:
-        return None
-    value = partition[spec.partition_column]
-    return None if value is None else str(value)
 
 
 def worst_buckets(state: LsmState, limit: int = BUCKETS_SHOWN) -> list[BucketState]:

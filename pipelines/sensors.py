@@ -1,4 +1,4 @@
-"""Compaction sensors: one per table of ``COMPACTED_TABLES``, launching the compaction jobs.
+"""Compaction sensors: one per table whose spec asks for one, launching the compaction jobs.
 
 A tick reads the table's LSM shape from its manifests (a few small files, never data) and asks
 for a run when a bucket's level 0 reached the threshold (default: the table's own compaction
@@ -42,18 +42,16 @@ from pipelines.compaction import (
     paimon_full_compaction_job,
 )
 from pipelines.lsm import (
-    COMPACTED_TABLES,
     COMPACTION_TAG,
     FOLLOW_TAG,
     TRIGGER_COMMITS_TAG,
     TRIGGER_LEVEL0_TAG,
     TRIGGER_REASON_TAG,
     TRIGGER_SNAPSHOT_TAG,
-    CompactedTable,
-    follow_seconds,
     level0_threshold,
     sensor_interval_seconds,
 )
+from pipelines.target import TableTarget
 from resources import PaimonCatalogResource
 
 REASON_LEVEL0 = "level0"
@@ -64,6 +62,10 @@ REASON_FULL_DUE = "full-compaction-due"
 # that warns about its own (unset) beta parameter `owners` at every load of the code location.
 # Only that message is silenced.
 warnings.filterwarnings("ignore", message=r"Parameter `owners` of initializer `SensorDefinition\.__init__`",
+                        category=dg.BetaWarning)
+# The same happens to the asset checks when a defs folder's definitions are merged: Dagster
+# re-creates each through an initializer that warns about its own `execution_type` parameter.
+warnings.filterwarnings("ignore", message=r"Parameter `execution_type` of function `AssetsDefinition\.__init__`",
                         category=dg.BetaWarning)
 
 # Runs that have not planned yet: they will see the newest files when they do.
@@ -140,9 +142,10 @@ def schedule_note(state: LsmState) -> str:
     return f"; {state.commits_since_full}/{state.full_compaction_every} commits since the last full compaction"
 
 
-def evaluate(context: dg.SensorEvaluationContext, catalog: PaimonCatalogResource,
-             spec: CompactedTable) -> dg.RunRequest | dg.SkipReason:
-    """One tick of ``spec``'s sensor (see the module docstring)."""
+def evaluate(context: dg.SensorEvaluationContext, catalog: PaimonCatalogResource, spec: TableTarget, *,
+             full_job: bool = False) -> dg.RunRequest | dg.SkipReason:
+    """One tick of ``spec``'s sensor (see the module docstring); ``full_job``: level 0 reaching the
+    threshold launches the full compaction job, not the minor one."""
     try:
         table = catalog.table(spec.table)
     except (DatabaseNotFoundError, TableNotFoundError):
@@ -155,7 +158,7 @@ def evaluate(context: dg.SensorEvaluationContext, catalog: PaimonCatalogResource
     context.update_cursor(str(state.snapshot_id))
     threshold = level0_threshold(spec, table)
     request = decide(state, threshold=threshold, primary_key=bool(table.schema.primary_keys),
-                     changelog=table.options.changelog_producer == "full-compaction")
+                     changelog=full_job or table.options.changelog_producer == "full-compaction")
     if request is None:
         return dg.SkipReason(f"{spec.table} snapshot {state.snapshot_id}: at most {state.max_level0_files} "
                              f"level-0 file(s) per bucket, below the threshold {threshold}{schedule_note(state)}")
@@ -165,7 +168,7 @@ def evaluate(context: dg.SensorEvaluationContext, catalog: PaimonCatalogResource
     if pending is not None:
         return dg.SkipReason(f"{spec.table} snapshot {state.snapshot_id}: {why}, but {pending}")
     full = request.job_name == FULL_COMPACTION_JOB
-    follow = 0 if full else follow_seconds(spec)
+    follow = 0 if full else spec.follow_seconds
     context.log.info(f"{spec.table} snapshot {state.snapshot_id}: {why}{schedule_note(state)}; requesting "
                      f"{request.job_name} for {len(request.partitions)} partition(s)")
     # An unpartitioned table's partition is "": compact the whole table.
@@ -178,32 +181,32 @@ def evaluate(context: dg.SensorEvaluationContext, catalog: PaimonCatalogResource
     return dg.RunRequest(
         run_key=run_key(spec.table, state.snapshot_id),
         job_name=request.job_name,
-        run_config=(full_compaction_run_config(spec.table, partitions=partitions) if full else
-                    compaction_run_config(spec.table, partitions=partitions, follow_seconds=follow)),
+        run_config=(full_compaction_run_config(spec, partitions=partitions) if full else
+                    compaction_run_config(spec, partitions=partitions, follow_seconds=follow)),
         tags=tags,
     )
 
 
-def compaction_sensor(spec: CompactedTable) -> dg.SensorDefinition:
-    """The sensor of one compacted table, named ``compact_<db>_<table>_sensor``."""
+def compaction_sensor(target: TableTarget, *, interval_seconds: int | None = None,
+                      full_job: bool = False) -> dg.SensorDefinition:
+    """The sensor of one write-only table, named ``compact_<db>_<table>_sensor``."""
+    threshold = (f"{target.level0_threshold} files" if target.level0_threshold else
+                 "the table's compaction trigger (num-sorted-run.compaction-trigger; append tables: "
+                 "compaction.min.file-num)")
+    level0_job = FULL_COMPACTION_JOB if full_job else COMPACTION_JOB
 
     @dg.sensor(
-        name=f"compact_{spec.name}_sensor",
-        jobs=[paimon_compaction_job, paimon_full_compaction_job],  # the same objects defs binds
-        minimum_interval_seconds=sensor_interval_seconds(),
+        name=f"compact_{target.name}_sensor",
+        jobs=[paimon_compaction_job, paimon_full_compaction_job],  # the same objects the definitions bind
+        minimum_interval_seconds=sensor_interval_seconds(interval_seconds),
         default_status=dg.DefaultSensorStatus.RUNNING,
-        description=f"Launch {COMPACTION_JOB} for {spec.table} when a bucket's level 0 reaches "
-        + (f"{spec.level0_threshold} files" if spec.level0_threshold else
-           "the table's compaction trigger (num-sorted-run.compaction-trigger; append tables: "
-           "compaction.min.file-num)") + f", or {FULL_COMPACTION_JOB} when a scheduled full compaction "
-        "(full-compaction.delta-commits) is due or the table's changelog comes from full compactions "
-        "(changelog-producer = full-compaction); reads manifests only.",
+        description=f"Launch {level0_job} for {target.table} when a bucket's level 0 reaches {threshold}, or "
+        f"{FULL_COMPACTION_JOB} when a scheduled full compaction (full-compaction.delta-commits) is due or the "
+        "table's changelog comes from full compactions (changelog-producer = full-compaction); reads manifests "
+        "only.",
     )
-    def _sensor(context: dg.SensorEvaluationContext, catalog: PaimonCatalogResource
-                ) -> dg.RunRequest | dg.SkipReason:
-        return evaluate(context, catalog, spec)
+    def _sensor(context: dg.SensorEvaluationContext,
+                paimon_catalog: PaimonCatalogResource) -> dg.RunRequest | dg.SkipReason:
+        return evaluate(context, paimon_catalog, target, full_job=full_job)
 
     return _sensor
-
-
-compaction_sensors = [compaction_sensor(spec) for spec in COMPACTED_TABLES]

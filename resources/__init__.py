@@ -1,19 +1,17 @@
-"""Dagster resources for Paimon: the catalog, the IO manager and the per-table sources."""
+"""Dagster resources for Paimon: the catalog, the IO manager, and what they write and read with."""
 
 from resources.catalog import PaimonCatalogResource
 from resources.io_manager import PaimonTableIOManager, PaimonWrite
-from resources.landing import DailySource
-from resources.log_source import LogEventSource
 from resources.metadata import column_schema, write_metadata
-from resources.order_source import OrderEventSource
+from resources.writes import WRITE_MODES, commit_user_for, write_partition
 
 __all__ = [
-    "DailySource",
-    "LogEventSource",
-    "OrderEventSource",
+    "WRITE_MODES",
     "PaimonCatalogResource",
     "PaimonTableIOManager",
     "PaimonWrite",
     "column_schema",
+    "commit_user_for",
     "write_metadata",
+    "write_partition",
 ]

@@ -35,6 +35,13 @@ def live_rows(table: pc.Table, partition: Mapping[str, str], snapshot_id: int | 
     return table.read(keys, filter=partition_filter(partition), snapshot_id=snapshot_id).num_rows
 
 
+def manifest_count_is_exact(splits: list[Any]) -> bool:
+    """Whether the manifests' row counts are a primary-key table's live rows: every bucket one
+    file (one sorted run, so no key twice) without retractions and without deletion vectors."""
+    return all(len(split.files) == 1 and not split.deletion_files and split.files[0].delete_row_count == 0
+               for split in splits)
+
+
 def write_metadata(table: pc.Table, *, snapshot_id: int | None, partition: Mapping[str, str],
                    rows_written: int) -> dict[str, Any]:
     """Metadata for one partition write, read back from the snapshot the write produced.
@@ -43,7 +50,9 @@ def write_metadata(table: pc.Table, *, snapshot_id: int | None, partition: Mappi
     writer proves what readers will see, and costs no data-file reads. Primary-key tables are
     the exception: their files keep superseded versions and retractions, so the manifests give
     ``stored_records`` and ``partition_records``, and the partition's live rows
-    (``dagster/partition_row_count``) come from a merged read of its keys; the whole table's
+    (``dagster/partition_row_count``) come from them only where they are exact (see
+    ``manifest_count_is_exact``), else from a merged read of its keys (``row_count_source``
+    says which); the whole table's
     live count would need a merged read of everything, so ``dagster/row_count`` is left out.
     """
     snapshot = table.snapshot(snapshot_id) if snapshot_id is not None else table.latest_snapshot()
@@ -52,11 +61,10 @@ def write_metadata(table: pc.Table, *, snapshot_id: int | None, partition: Mappi
     stored = snapshot.total_record_count if snapshot is not None else 0
     in_partition = sum(split.row_count for split in splits)
     metadata: dict[str, Any] = {
-        "rows_written": rows_written,
-        "files": sum(len(split.files) for split in splits),
-        "snapshot_id": snapshot.id if snapshot is not None else -1,
-        "commit_kind": snapshot.commit_kind if snapshot is not None else "NONE",
-        "table_uri": table.uri,
+        "paimon/ingest/rows_written": rows_written,
+        "paimon/ingest/files": sum(len(split.files) for split in splits),
+        "paimon/ingest/snapshot_id": snapshot.id if snapshot is not None else -1,
+        "paimon/ingest/commit_kind": snapshot.commit_kind if snapshot is not None else "NONE",
         "dagster/row_count": stored,
         "dagster/partition_row_count": in_partition,
         "dagster/table_name": table.name,
@@ -65,8 +73,10 @@ def write_metadata(table: pc.Table, *, snapshot_id: int | None, partition: Mappi
     }
     if table.schema.primary_keys:
         del metadata["dagster/row_count"]
-        metadata["stored_records"] = stored
-        metadata["partition_records"] = in_partition
+        metadata["paimon/ingest/stored_records"] = stored
+        metadata["paimon/ingest/partition_records"] = in_partition
+        exact = manifest_count_is_exact(splits)
+        metadata["paimon/ingest/row_count_source"] = "manifests" if exact else "merged read"
         metadata["dagster/partition_row_count"] = (
-            live_rows(table, partition, snapshot.id) if snapshot is not None else 0)
+            in_partition if exact else live_rows(table, partition, snapshot.id) if snapshot is not None else 0)
     return metadata

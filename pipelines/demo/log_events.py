@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pac
 
-from pipelines.landing import (
+from pipelines.demo.landing import (
     SourceDataError,
     landing_files,
     parse_day,
@@ -24,7 +24,7 @@ from pipelines.landing import (
     require_landing_files,
     shape_batch,
 )
-from resources.log_source import LogEventSource
+from pipelines.demo.log_source import LogEventSource
 
 log = logging.getLogger(__name__)
 

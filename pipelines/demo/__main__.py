@@ -2,7 +2,8 @@
 compact (shop.orders' full compactions write its changelog), keep a revenue aggregate up to date from it,
 and finally expire shop.orders' old snapshots and clean its orphan files through the maintenance jobs.
 
-Run as ``python -m pipelines.demo [--days N] [--order-days N] [--start YYYY-MM-DD]``. Runs go into the Dagster
+Run as ``python -m pipelines.demo [--days N] [--order-days N]`` (at most the partitions its YAML
+declares). Runs go into the Dagster
 instance at ``$DAGSTER_HOME`` (default ``.dagster_home/`` at the repo root, seeded from
 ``dagster_home/dagster.yaml``), so ``dagster dev -w workspace.yaml`` shows them afterwards;
 the table goes to ``$PAIMON_WAREHOUSE`` (default ``warehouse/``).
@@ -29,32 +30,17 @@ import pyarrow.compute as pac
 
 import paimon_core as pc
 from paimon_core.compaction.state import LsmState
-from pipelines.assets import RUN_TAGS
 from pipelines.definitions import REPO_ROOT, defs
-from pipelines.log_events import PARTITION_COLUMN, TABLE
-from pipelines.lsm import (
-    COMPACTION_TAG,
-    TRIGGER_COMMITS_TAG,
-    TRIGGER_REASON_TAG,
-    check_outcomes,
-    compacted_table,
-    format_state,
-)
-from pipelines.maintenance import (
-    EXPIRE_JOB,
-    ORPHANS_JOB,
-    SnapshotSpan,
-    expire_run_config,
-    maintenance_tags,
-    orphans_run_config,
-    relative,
-    retention_outcome,
-)
-from pipelines.order_assets import ORDERS_KEY, ORDERS_RUN_TAGS, REVENUE_KEY, USER_ORDER_TOTALS_KEY
-from pipelines.order_revenue import CONSUMER_ID
-from pipelines.orders import ORDERS_SCHEMA, ORDERS_TABLE, REVENUE_TABLE, TOTALS_TABLE, order_batches
-from pipelines.partitions import START_DATE
-from resources import OrderEventSource, PaimonCatalogResource
+from pipelines.demo.log_events import PARTITION_COLUMN, TABLE
+from pipelines.demo.order_source import OrderEventSource
+from pipelines.demo.orders import ORDERS_SCHEMA, ORDERS_TABLE, REVENUE_TABLE, TOTALS_TABLE, order_batches
+from pipelines.expiry import EXPIRE_JOB, expire_run_config
+from pipelines.lsm import COMPACTION_TAG, TRIGGER_COMMITS_TAG, TRIGGER_REASON_TAG, check_outcomes, format_state
+from pipelines.maintenance import maintenance_tags
+from pipelines.maintenance_checks import SnapshotSpan, relative, retention_outcome
+from pipelines.orphans import ORPHANS_JOB, orphans_run_config
+from pipelines.target import TableTarget, declared_targets
+from resources import PaimonCatalogResource
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +50,18 @@ DEFAULT_DAGSTER_HOME = REPO_ROOT / ".dagster_home"
 # instance (visible in the UI), only warnings reach the terminal.
 QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 SNAPSHOTS_SHOWN = 12
+ORDERS_KEY = dg.AssetKey(["shop", "orders"])
+USER_ORDER_TOTALS_KEY = dg.AssetKey(["shop", "user_order_totals"])
+REVENUE_KEY = dg.AssetKey(["shop", "order_revenue_by_status"])
+LOGS_JOB = "ingest_logs_events_job"
+ORDERS_JOB = "ingest_shop_orders_job"
+TOTALS_JOB = "ingest_shop_user_order_totals_job"
+COMPACT_ORDERS_SENSOR = "compact_shop_orders_sensor"
+REVENUE_SENSOR = "changes_shop_order_revenue_by_status_sensor"
+CONSUMER_ID = "order_revenue_by_status"
+# Tags Dagster's own launches put on runs: the demo's in-process runs carry them too, so they
+# show on the sensor's and the schedule's pages in the UI.
+SENSOR_TAG = "dagster/sensor_name"
 TOP_USERS_SHOWN = 5
 CHANGELOG_ROWS_SHOWN = 12
 # Late changes to the first order day, committed as shop.orders' full-compaction.delta-commits
@@ -90,45 +88,40 @@ def ensure_dagster_home() -> Path:
     return home
 
 
-def demo_days(start: str, count: int) -> list[str]:
-    first = dt_.date.fromisoformat(start)
-    return [(first + dt_.timedelta(days=i)).isoformat() for i in range(count)]
+def run_job(instance: dg.DagsterInstance, job_name: str, *, partition_key: str | None = None,
+            run_config: dict[str, Any] | None = None, tags: dict[str, str] | None = None) -> dg.ExecuteInProcessResult:
+    """One run of a job of the code location, in process, into the instance the UI reads."""
+    return defs.resolve_job_def(job_name).execute_in_process(
+        partition_key=partition_key, instance=instance, tags=tags,
+        run_config={**(run_config or {}), **QUIET_RUN_CONFIG})
 
 
-def materialize_day(instance: dg.DagsterInstance, day: str, *, group: str = "logs",
-                    tags: dict[str, str] = RUN_TAGS) -> dg.ExecuteInProcessResult:
-    """One partition of one asset group (with its checks) through Dagster, with the same
-    definitions and resources as the code location, tagged like the group's job runs."""
-    assets = [a for a in [*(defs.assets or []), *(defs.asset_checks or [])]
-              if isinstance(a, dg.AssetsDefinition)]
-    # The group's daily assets: shop/order_revenue_by_status (not partitioned) follows the changelog instead.
-    daily = dg.AssetSelection.assets(*[a for a in assets if a.partitions_def is not None
-                                       and not isinstance(a, dg.AssetChecksDefinition)])
-    return dg.materialize(assets, selection=dg.AssetSelection.groups(group) & daily, partition_key=day,
-                          instance=instance, resources=defs.resources, tags=tags,
-                          run_config=QUIET_RUN_CONFIG)
+def materialize_day(instance: dg.DagsterInstance, day: str) -> dg.ExecuteInProcessResult:
+    """One partition of logs/events through its ingestion job (with its checks)."""
+    return run_job(instance, LOGS_JOB, partition_key=day)
 
 
 def plain_metadata(result: dg.ExecuteInProcessResult, key: dg.AssetKey) -> dict[str, Any]:
     """The values of one asset's materialization metadata in a run."""
     [event] = [e for e in result.get_asset_materialization_events() if e.asset_key == key]
     metadata = event.step_materialization_data.materialization.metadata
-    return {name: getattr(value, "value", value) for name, value in metadata.items()}
+    return {name.rsplit("/", 1)[-1]: getattr(value, "value", value) for name, value in metadata.items()}
 
 
 def data_check_verdict(result: dg.ExecuteInProcessResult) -> str:
     """The partition's data-quality check (the LSM checks are shown with the compaction)."""
-    checks = [c for c in result.get_asset_check_evaluations() if c.check_name.endswith("_partition_valid")]
+    checks = [c for c in result.get_asset_check_evaluations() if c.check_name == "partition_valid"]
     return "check passed" if checks and all(c.passed for c in checks) else "CHECK FAILED"
 
 
 def describe_run(result: dg.ExecuteInProcessResult) -> str:
     """``snapshot 3 (OVERWRITE), 20,000 rows, 1 file(s), check passed``."""
-    event = result.get_asset_materialization_events()[0]
-    metadata = event.step_materialization_data.materialization.metadata
+    key = result.get_asset_materialization_events()[0].asset_key
+    assert key is not None
+    metadata = plain_metadata(result, key)
     verdict = data_check_verdict(result)
-    return (f"snapshot {metadata['snapshot_id'].value} ({metadata['commit_kind'].value}), "
-            f"{metadata['rows_written'].value:,} rows, {metadata['files'].value} file(s), {verdict}")
+    return (f"snapshot {metadata['snapshot_id']} ({metadata['commit_kind']}), "
+            f"{metadata['rows_written']:,} rows, {metadata['files']} file(s), {verdict}")
 
 
 def print_snapshots(table: pc.Table) -> None:
@@ -161,16 +154,22 @@ def print_errors(table: pc.Table, day: str) -> None:
         print(f"  {row['service']:<15} {row['latency_ms_count']:>7,}  {row['latency_ms_mean']:>15.1f}")
 
 
-def describe_orders_run(result: dg.ExecuteInProcessResult) -> str:
+def materialize_shop_day(instance: dg.DagsterInstance, day: str) -> tuple[dg.ExecuteInProcessResult, ...]:
+    """One day of shop/orders, then of shop/user_order_totals, each through its ingestion job."""
+    orders = run_job(instance, ORDERS_JOB, partition_key=day)
+    return orders, run_job(instance, TOTALS_JOB, partition_key=day)
+
+
+def describe_orders_run(results: tuple[dg.ExecuteInProcessResult, ...]) -> str:
     """``orders snapshot 6 (APPEND): 7,191 changes in 5 commits (+I 2,000 ...) -> 1,845 live, check passed; ...``."""
-    orders = plain_metadata(result, ORDERS_KEY)
-    totals = plain_metadata(result, USER_ORDER_TOTALS_KEY)
-    verdict = data_check_verdict(result)
+    orders = plain_metadata(results[0], ORDERS_KEY)
+    totals = plain_metadata(results[1], USER_ORDER_TOTALS_KEY)
+    verdict = data_check_verdict(results[0])
     return (f"orders snapshot {orders['snapshot_id']} ({orders['commit_kind']}): "
-            f"{orders['rows_written']:,} changes in {orders['commits']} commits (+I {orders['cdc_inserts']:,}, -U/+U "
-            f"{orders['cdc_update_afters']:,}, -D {orders['cdc_deletes']:,}) -> "
-            f"{orders['live_orders']:,} live, {verdict}; totals snapshot {totals['snapshot_id']} "
-            f"({totals['commit_kind']}): {totals['users']:,} users")
+            f"{orders['rows_written']:,} changes in {orders['commits']} commits (+I {orders.get('inserts', 0):,}, "
+            f"-U/+U {orders.get('update_afters', 0):,}, -D {orders.get('deletes', 0):,}) -> "
+            f"{orders['partition_row_count']:,} live, {verdict}; totals snapshot {totals['snapshot_id']} "
+            f"({totals['commit_kind']}): {totals['partition_row_count']:,} users")
 
 
 def day_changes(day: str) -> pa.Table:
@@ -225,14 +224,14 @@ def run_orders(instance: dg.DagsterInstance, catalog: PaimonCatalogResource, day
     print(f"\nMaterializing {len(days)} daily partitions of shop/orders and shop/user_order_totals:")
     for day in days:
         started = time.monotonic()
-        result = materialize_day(instance, day, group="shop", tags=ORDERS_RUN_TAGS)
-        print(f"  {day}: {describe_orders_run(result)} in {time.monotonic() - started:.1f}s")
+        results = materialize_shop_day(instance, day)
+        print(f"  {day}: {describe_orders_run(results)} in {time.monotonic() - started:.1f}s")
     again = days[len(days) // 2]
     orders = catalog.table(ORDERS_TABLE)
     before = orders.read(filter=[(PARTITION_COLUMN, "=", again)]).sort_by("order_id")
-    result = materialize_day(instance, again, group="shop", tags=ORDERS_RUN_TAGS)
+    results = materialize_shop_day(instance, again)
     after = orders.read(filter=[(PARTITION_COLUMN, "=", again)]).sort_by("order_id")
-    print(f"\nRe-materialized {again}: {describe_orders_run(result)}")
+    print(f"\nRe-materialized {again}: {describe_orders_run(results)}")
     print(f"  live orders in {again}: {before.num_rows:,} before, {after.num_rows:,} after, "
           f"{'identical' if before.equals(after) else 'DIFFERENT'} (same changes applied again, newest wins)")
     print_snapshots(orders)
@@ -268,7 +267,7 @@ def run_requested(instance: dg.DagsterInstance, request: dg.RunRequest, sensor: 
     """Run what a sensor requested, in process, as the daemon would launch it."""
     job = defs.resolve_job_def(request.job_name or defs.resolve_sensor_def(sensor).job_name or "")
     return job.execute_in_process(run_config={**request.run_config, **QUIET_RUN_CONFIG}, instance=instance,
-                                  tags=request.tags)
+                                  tags={**request.tags, SENSOR_TAG: sensor}, partition_key=request.partition_key)
 
 
 def tick(instance: dg.DagsterInstance, catalog: PaimonCatalogResource, name: str,
@@ -276,12 +275,12 @@ def tick(instance: dg.DagsterInstance, catalog: PaimonCatalogResource, name: str
     """One evaluation of a sensor of the code location, as the daemon would run it."""
     sensor = defs.resolve_sensor_def(name)
     return sensor.evaluate_tick(dg.build_sensor_context(instance=instance, definitions=defs, cursor=cursor,
-                                                        resources={"catalog": catalog}))
+                                                        resources={"paimon_catalog": catalog}))
 
 
 def compact_orders(instance: dg.DagsterInstance, catalog: PaimonCatalogResource) -> list[int]:
     """Evaluate shop.orders' compaction sensor, run what it requests; the COMPACT snapshots made."""
-    name = f"compact_{ORDERS_TABLE.replace('.', '_')}_sensor"
+    name = COMPACT_ORDERS_SENSOR
     first = tick(instance, catalog, name)
     if not first.run_requests:
         print(f"\nSensor {name}: skipped: {first.skip_message}")
@@ -376,19 +375,19 @@ def direct_revenue(orders: pc.Table) -> dict[tuple[str, str], tuple[int, Any]]:
 
 def consume_changes(instance: dg.DagsterInstance, catalog: PaimonCatalogResource) -> None:
     """Evaluate order_revenue_sensor, run order_revenue_job if it asks, and sum the run up."""
-    first = tick(instance, catalog, "order_revenue_sensor")
+    first = tick(instance, catalog, REVENUE_SENSOR)
     if not first.run_requests:
         print(f"\nSensor order_revenue_sensor: skipped: {first.skip_message}")
         return
     [request] = first.run_requests
-    result = run_requested(instance, request, "order_revenue_sensor")
+    result = run_requested(instance, request, REVENUE_SENSOR)
     meta = plain_metadata(result, REVENUE_KEY)
-    print(f"\nSensor order_revenue_sensor requests run {request.run_key!r}; {REVENUE_KEY.to_user_string()} "
+    print(f"\nSensor {REVENUE_SENSOR} requests run {request.run_key!r}; {REVENUE_KEY.to_user_string()} "
           f"{'succeeded' if result.success else 'FAILED'}: from {meta['started_from']}, "
           f"{meta['snapshots_consumed']} snapshot(s) [{meta['source_snapshots']}]"
-          f"{' (a full read)' if meta['full_read'] else ''}; +I {meta['changelog_inserts']:,}, -U "
-          f"{meta['changelog_update_befores']:,}, +U {meta['changelog_update_afters']:,}, -D "
-          f"{meta['changelog_deletes']:,} -> {meta['rows_written']} aggregate rows in {meta['commits']} commit(s); "
+          f"{' (a full read)' if meta['full_read'] else ''}; +I {meta['inserts']:,}, -U "
+          f"{meta['update_befores']:,}, +U {meta['update_afters']:,}, -D "
+          f"{meta['deletes']:,} -> {meta['rows_written']} aggregate rows in {meta['commits']} commit(s); "
           f"consumer now at snapshot {meta['consumer_next_snapshot']}")
 
 
@@ -420,11 +419,16 @@ def run_changelog(instance: dg.DagsterInstance, catalog: PaimonCatalogResource, 
     print_changelog(orders, snapshots)
     consume_changes(instance, catalog)
     print_revenue(before, revenue_by_status(catalog), orders)
-    again = tick(instance, catalog, "order_revenue_sensor")
-    print(f"Sensor order_revenue_sensor again: {again.skip_message or again.run_requests}")
+    again = tick(instance, catalog, REVENUE_SENSOR)
+    print(f"Sensor {REVENUE_SENSOR} again: {again.skip_message or again.run_requests}")
 
 
 # ---- maintenance ----------------------------------------------------------------------------
+
+
+def orders_target() -> TableTarget:
+    """shop.orders as its compaction and maintenance runs see it (from its asset's metadata)."""
+    return declared_targets(defs)[ORDERS_TABLE]
 
 
 def directory_bytes(table: pc.Table) -> int | None:
@@ -438,8 +442,9 @@ def directory_bytes(table: pc.Table) -> int | None:
 def run_maintenance_job(instance: dg.DagsterInstance, job_name: str, run_config: dict[str, Any],
                         table: str) -> dg.ExecuteInProcessResult:
     """One maintenance run in process, tagged as its schedule's runs are."""
-    return defs.resolve_job_def(job_name).execute_in_process(run_config={**run_config, **QUIET_RUN_CONFIG},
-                                                             instance=instance, tags=maintenance_tags(table))
+    schedule = f"{'expire_snapshots' if job_name == EXPIRE_JOB else 'remove_orphan_files'}_{table.replace('.', '_')}"
+    return run_job(instance, job_name, run_config=run_config,
+                   tags={**maintenance_tags(table), "dagster/schedule_name": schedule})
 
 
 def crash_leftover(table: pc.Table) -> Path | None:
@@ -454,7 +459,7 @@ def crash_leftover(table: pc.Table) -> Path | None:
 
 def expire_orders(instance: dg.DagsterInstance, orders: pc.Table) -> None:
     """The expiry job on shop.orders with the demo's overrides; what it deleted, and what readers still see."""
-    spec = compacted_table(ORDERS_TABLE)
+    spec = orders_target()
     before, consumer = SnapshotSpan.of(orders), orders.consumer(CONSUMER_ID)
     rows_before = orders.read().sort_by([("dt", "ascending"), ("order_id", "ascending")])
     default = retention_outcome(orders, spec)
@@ -465,7 +470,7 @@ def expire_orders(instance: dg.DagsterInstance, orders: pc.Table) -> None:
           "are expirable; check "
           f"{default.name}: {'passed' if default.passed else 'FAILED'}")
     result = run_maintenance_job(instance, EXPIRE_JOB, expire_run_config(
-        ORDERS_TABLE, older_than="now", retain_min=DEMO_RETAIN_MIN), ORDERS_TABLE)
+        orders_target(), older_than="now", retain_min=DEMO_RETAIN_MIN), ORDERS_TABLE)
     plan = result.output_for_node("expire_snapshots")
     after = SnapshotSpan.of(orders)
     rows_after = orders.read().sort_by([("dt", "ascending"), ("order_id", "ascending")])
@@ -486,7 +491,7 @@ def clean_orders(instance: dg.DagsterInstance, orders: pc.Table) -> None:
         print(f"  simulated crash leftover: {relative(orders, str(stray))} ({stray.stat().st_size:,} bytes, "
               "written by no commit)")
     result = run_maintenance_job(instance, ORPHANS_JOB, orphans_run_config(
-        ORDERS_TABLE, older_than="now", force=True), ORDERS_TABLE)
+        orders_target(), older_than="now", force=True), ORDERS_TABLE)
     done = result.output_for_node("remove_orphan_files")
     shown = ", ".join(relative(orders, p) for p in done.orphans[:ORPHANS_SHOWN])
     more = f" and {len(done.orphans) - ORPHANS_SHOWN} more" if len(done.orphans) > ORPHANS_SHOWN else ""
@@ -503,13 +508,13 @@ def consume_after_maintenance(instance: dg.DagsterInstance, catalog: PaimonCatal
     bounds = [i * late.num_rows // LATE_COMMITS for i in range(LATE_COMMITS + 1)]
     for start, end in itertools.pairwise(bounds):
         orders.write(late.slice(start, end - start))
-    compaction = tick(instance, catalog, f"compact_{ORDERS_TABLE.replace('.', '_')}_sensor")
+    compaction = tick(instance, catalog, COMPACT_ORDERS_SENSOR)
     for request in compaction.run_requests:
-        run_requested(instance, request, f"compact_{ORDERS_TABLE.replace('.', '_')}_sensor")
-    consumer = tick(instance, catalog, "order_revenue_sensor")
+        run_requested(instance, request, COMPACT_ORDERS_SENSOR)
+    consumer = tick(instance, catalog, REVENUE_SENSOR)
     consumed: list[str] = []
     for request in consumer.run_requests:
-        meta = plain_metadata(run_requested(instance, request, "order_revenue_sensor"), REVENUE_KEY)
+        meta = plain_metadata(run_requested(instance, request, REVENUE_SENSOR), REVENUE_KEY)
         consumed.append(f"{meta['snapshots_consumed']} snapshot(s) read from {meta['started_from']}")
     same = revenue_by_status(catalog) == direct_revenue(orders)
     print(f"  then {late.num_rows} late changes to {day} in {LATE_COMMITS} commits, "
@@ -534,7 +539,7 @@ def run_maintenance(instance: dg.DagsterInstance, catalog: PaimonCatalogResource
 def run(days: Sequence[str], order_days: Sequence[str] = ()) -> None:
     home = ensure_dagster_home()
     instance = dg.DagsterInstance.get()
-    catalog: PaimonCatalogResource = (defs.resources or {})["catalog"]
+    catalog: PaimonCatalogResource = (defs.resources or {})["paimon_catalog"]
     print(f"Dagster home: {home}\nWarehouse:    {catalog.warehouse}\n")
     print(f"Materializing {len(days)} daily partitions of logs/events:")
     for day in days:
@@ -555,15 +560,26 @@ def run(days: Sequence[str], order_days: Sequence[str] = ()) -> None:
     print(f"\nBrowse these runs: DAGSTER_HOME={home} dagster dev -w workspace.yaml -h 127.0.0.1")
 
 
+def partition_keys(key: dg.AssetKey) -> list[str]:
+    """The asset's daily partitions as its YAML declaration bounds them."""
+    partitions = defs.resolve_assets_def(key).partitions_def
+    assert partitions is not None
+    return list(partitions.get_partition_keys())
+
+
 def main(argv: Sequence[str] | None = None) -> None:
+    log_days, order_days = partition_keys(dg.AssetKey(["logs", "events"])), partition_keys(ORDERS_KEY)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--days", type=int, default=5, help="daily partitions to materialize")
-    parser.add_argument("--order-days", type=int, default=3,
-                        help="daily partitions of the shop (orders) assets to materialize")
-    parser.add_argument("--start", default=START_DATE, help="first day (YYYY-MM-DD)")
+    parser.add_argument("--days", type=int, default=len(log_days),
+                        help=f"daily partitions of logs/events to materialize (at most {len(log_days)})")
+    parser.add_argument("--order-days", type=int, default=len(order_days),
+                        help=f"daily partitions of the shop assets to materialize (at most {len(order_days)})")
     args = parser.parse_args(argv)
+    if not 1 <= args.days <= len(log_days) or not 1 <= args.order_days <= len(order_days):
+        parser.error(f"--days must be 1..{len(log_days)} and --order-days 1..{len(order_days)}: the partitions "
+                     f"declared in pipelines/demo/defs/tables/defs.yaml")
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    run(demo_days(args.start, args.days), demo_days(args.start, args.order_days))
+    run(log_days[:args.days], order_days[:args.order_days])
 
 
 if __name__ == "__main__":

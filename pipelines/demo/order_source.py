@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from resources.landing import DailySource
+from pipelines.demo.daily_source import DailySource
 
 # Order ids are YYYYMMDDnnnnnn: six digits per day for the running number.
 MAX_ORDERS_PER_DAY = 999_999

@@ -26,8 +26,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pac
 
-from pipelines.landing import SourceDataError, parse_day, read_file, require_landing_files, shape_batch
-from resources.order_source import MAX_ORDERS_PER_DAY, OrderEventSource
+from pipelines.demo.landing import SourceDataError, parse_day, read_file, require_landing_files, shape_batch
+from pipelines.demo.order_source import MAX_ORDERS_PER_DAY, OrderEventSource
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from resources.landing import DailySource
+from pipelines.demo.daily_source import DailySource
 
 
 class LogEventSource(DailySource):

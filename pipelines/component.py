@@ -1,0 +1,213 @@
+"""``PaimonTables``: the Dagster Component that declares Paimon tables in a ``defs.yaml``.
+
+.. code-block:: yaml
+
+    type: pipelines.component.PaimonTables
+    attributes:
+      warehouse: "{{ env.PAIMON_WAREHOUSE }}"
+      tables:
+        - table: crm.customers
+          asset_key: [lake, crm, customers]
+          columns:
+            - {name: id, type: BIGINT, description: The customer's id}
+            - {name: name, type: STRING}
+            - {name: dt, type: STRING}
+          primary_key: [dt, id]
+          partition_keys: [dt]
+          partitions: {kind: daily, start: 2024-01-01}
+          ingestion: {mode: upsert, function: my_project.sources:customers}
+
+Every field is a field of ``PaimonTableSpec`` (``pipelines.spec``) spelled the same way, with
+column types as Paimon / SQL type names; ``{{ env.X }}`` templates are resolved when the
+component loads. Each table becomes a spec, checked as the Python API checks it, and
+``paimon_definitions`` builds the rest, so a table declared here gets everything a table
+declared in Python gets.
+"""
+
+from __future__ import annotations
+
+import datetime as dt_
+from typing import Any
+
+import dagster as dg
+from pydantic import Field
+
+from paimon_core.errors import TableDefinitionError
+from pipelines.factory import paimon_definitions
+from pipelines.spec import Column, Compaction, DataChecks, Ingestion, Input, Maintenance, PaimonTableSpec, Partitions
+from resources.landing_location import LandingLocation
+
+Scalar = str | int | float | bool
+
+
+def _text(value: Any) -> str | None:
+    """YAML reads ``2024-01-01`` as a date and ``2`` as a number; the spec wants text."""
+    if value is None:
+        return None
+    if isinstance(value, dt_.datetime):
+        return value.strftime("%Y-%m-%d-%H:%M")
+    if isinstance(value, dt_.date):
+        return value.isoformat()
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+class ColumnModel(dg.Model):
+    name: str
+    type: str = Field(description="A Paimon / SQL type name: BIGINT, DECIMAL(12, 2), TIMESTAMP(6), ARRAY<STRING> ...")
+    description: str | None = None
+    nullable: bool = True
+
+
+class PartitionsModel(dg.Model):
+    kind: str = Field(default="none", description="none, daily, hourly, weekly, monthly or static.")
+    start: str | None = None
+    end: str | None = None
+    timezone: str = "UTC"
+    keys: list[str] = []
+    mapping: dict[str, str] = Field(default={}, description="Paimon column: strftime pattern of the window start "
+                                    "(or '{key}' for static partitions).")
+
+
+class LandingModel(dg.Model):
+    path: str = Field(description="Template path with {partition} (and {<column>}), local or s3://, with globs.")
+    format: str | None = None
+    storage_options: dict[str, Scalar] = {}
+    csv_delimiter: str = ","
+    batch_size: int = 65_536
+
+
+class InputModel(dg.Model):
+    asset_key: list[str]
+    columns: list[str] = []
+
+
+class IngestionModel(dg.Model):
+    mode: str = "overwrite"
+    function: str | None = Field(default=None, description="'package.module:function' returning the partition's data.")
+    landing: LandingModel | None = None
+    landing_sensor: bool = True
+    sensor_interval_seconds: int = 60
+    lookback: int = 3
+    schedule: bool = False
+    schedule_hour: int | None = None
+    schedule_minute: int = 0
+    retries: int = 3
+    inputs: dict[str, InputModel] = {}
+    commit_every_rows: int = 0
+    changes_of: str | None = Field(default=None, description="db.table whose changes feed this table.")
+    consumer_id: str | None = None
+    change_columns: list[str] = []
+
+
+class CompactionModel(dg.Model):
+    sensor: bool = True
+    level0_threshold: int | None = None
+    interval_seconds: int | None = None
+    follow_seconds: int | None = None
+    job: str = "minor"
+
+
+class MaintenanceModel(dg.Model):
+    enabled: bool = Field(default=True, description="False: no expiry or cleanup schedule.")
+    expire_cron: str | None = "0 * * * *"
+    orphans_cron: str | None = "0 3 * * *"
+    retain_min: int | None = None
+    retain_max: int | None = None
+    max_deletes: int | None = None
+
+
+class ChecksModel(dg.Model):
+    min_rows: int = 1
+    not_null: list[str] = []
+    unique: list[str] = []
+    accepted_values: dict[str, list[str]] = {}
+    blocking: bool = True
+
+
+class TableModel(dg.Model):
+    table: str = Field(description="db.table")
+    columns: list[ColumnModel]
+    primary_key: list[str] = []
+    partition_keys: list[str] = []
+    options: dict[str, Scalar] = {}
+    asset_key: list[str] = []
+    group: str | None = None
+    description: str | None = None
+    owners: list[str] = []
+    tags: dict[str, str] = {}
+    partitions: PartitionsModel = PartitionsModel()
+    ingestion: IngestionModel | None = None
+    compaction: CompactionModel = CompactionModel()
+    maintenance: MaintenanceModel = MaintenanceModel()
+    consumers: list[str] = []
+    checks: ChecksModel | None = None
+
+    def spec(self) -> PaimonTableSpec:
+        ingestion = None
+        if self.ingestion is not None:
+            raw = self.ingestion
+            landing = None
+            if raw.landing is not None:
+                landing = LandingLocation(path=raw.landing.path, format=raw.landing.format,
+                                          storage_options=dict(raw.landing.storage_options),
+                                          csv_delimiter=raw.landing.csv_delimiter, batch_size=raw.landing.batch_size)
+            ingestion = Ingestion(mode=raw.mode, function=raw.function, landing=landing,
+                                  landing_sensor=raw.landing_sensor,
+                                  sensor_interval_seconds=raw.sensor_interval_seconds,
+                                  lookback=raw.lookback, schedule=raw.schedule, schedule_hour=raw.schedule_hour,
+                                  schedule_minute=raw.schedule_minute, retries=raw.retries,
+                                  inputs={name: Input(tuple(i.asset_key), tuple(i.columns))
+                                          for name, i in raw.inputs.items()},
+                                  commit_every_rows=raw.commit_every_rows, changes_of=raw.changes_of,
+                                  consumer_id=raw.consumer_id, change_columns=tuple(raw.change_columns))
+        maintenance = self.maintenance
+        return PaimonTableSpec(
+            table=self.table,
+            columns=tuple(Column(c.name, c.type, c.description, c.nullable) for c in self.columns),
+            primary_key=tuple(self.primary_key), partition_keys=tuple(self.partition_keys),
+            options={k: _text(v) or "" for k, v in self.options.items()}, asset_key=tuple(self.asset_key),
+            group=self.group, description=self.description, owners=tuple(self.owners), tags=dict(self.tags),
+            partitions=Partitions(kind=self.partitions.kind, start=_text(self.partitions.start),
+                                  end=_text(self.partitions.end), timezone=self.partitions.timezone,
+                                  keys=tuple(self.partitions.keys), mapping=dict(self.partitions.mapping)),
+            ingestion=ingestion,
+            compaction=Compaction(sensor=self.compaction.sensor, level0_threshold=self.compaction.level0_threshold,
+                                  interval_seconds=self.compaction.interval_seconds,
+                                  follow_seconds=self.compaction.follow_seconds, job=self.compaction.job),
+            maintenance=Maintenance(expire_cron=maintenance.expire_cron if maintenance.enabled else None,
+                                    orphans_cron=maintenance.orphans_cron if maintenance.enabled else None,
+                                    retain_min=maintenance.retain_min, retain_max=maintenance.retain_max,
+                                    max_deletes=maintenance.max_deletes),
+            consumers=tuple(self.consumers),
+            checks=None if self.checks is None else DataChecks(
+                min_rows=self.checks.min_rows, not_null=tuple(self.checks.not_null), unique=tuple(self.checks.unique),
+                accepted_values={k: tuple(v) for k, v in self.checks.accepted_values.items()},
+                blocking=self.checks.blocking),
+        )
+
+
+class PaimonTables(dg.Component, dg.Model, dg.Resolvable):
+    """Paimon tables declared in YAML, each with its asset, ingestion, compaction and maintenance."""
+
+    warehouse: str = Field(description="Warehouse root: an absolute path, file:// URI or fsspec URL "
+                           "(s3://bucket/warehouse).")
+    storage_options: dict[str, str] = Field(default={}, description="fsspec options of the warehouse "
+                                            "(for S3: endpoint_url, key, secret ...); use {{ env.X }} for secrets.")
+    tables: list[TableModel]
+
+    def specs(self) -> list[PaimonTableSpec]:
+        specs = []
+        for index, model in enumerate(self.tables):
+            try:
+                specs.append(model.spec())
+            except TableDefinitionError:
+                raise
+            except (ValueError, TypeError) as exc:
+                raise TableDefinitionError(f"tables[{index}] ({model.table}): {exc}") from None
+        return specs
+
+    def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
+        return paimon_definitions(self.specs(), warehouse=self.warehouse, storage_options=self.storage_options,
+                                  declared_in=str(context.path / "defs.yaml"))

@@ -1,0 +1,144 @@
+"""``paimon_expire_snapshots_job``: a table's snapshots beyond its retention, and the files only they reached.
+
+Config (``ExpireSnapshotsConfig``): the target table, ``dry_run``, and optional overrides of the
+table's retention options: ``older_than`` ("now" or an ISO-8601 time, UTC unless it says),
+``retain_min``, ``retain_max``, ``max_deletes``. A table with ``tag.automatic-creation =
+process-time`` first gets its due automatic tag (and loses those beyond
+``tag.num-retained-max``), as a maintaining writer does before it expires: write-only writers do
+neither.
+"""
+
+# No `from __future__ import annotations`: Dagster reads the context, config and resource
+# annotations of decorated functions as real types when the decorator runs.
+
+from typing import Any
+
+import dagster as dg
+from pydantic import Field
+
+import paimon_core as pc
+from paimon_core.maintenance.auto_tags import AutoTagResult
+from paimon_core.maintenance.expiry import ExpiryPlan
+from pipelines.maintenance import MaintenanceConfig, maintenance_schedule, maintenance_target, record
+from pipelines.maintenance_checks import SnapshotSpan, consumers_text, paths_md, relative, retention_outcome
+from pipelines.schedule_ticks import iso
+from pipelines.target import TableTarget
+from resources import PaimonCatalogResource
+
+EXPIRE_JOB = "paimon_expire_snapshots_job"
+
+
+class ExpireSnapshotsConfig(MaintenanceConfig):
+    """Which table to expire, and overrides of its retention options."""
+
+    older_than: str | None = Field(
+        default=None,
+        description="Keep every snapshot that was current at or after this time: 'now' or an ISO-8601 "
+        "time (UTC unless it has an offset). Default: now minus snapshot.time-retained.",
+    )
+    retain_min: int | None = Field(default=None, ge=1,
+                                   description="Override snapshot.num-retained.min (always kept).")
+    retain_max: int | None = Field(default=None, ge=1,
+                                   description="Override snapshot.num-retained.max (never more kept).")
+    max_deletes: int | None = Field(default=None, ge=1,
+                                    description="Override snapshot.expire.limit (most expired in one run).")
+
+
+def expire_run_config(target: TableTarget, *, dry_run: bool = False, older_than: str | None = None,
+                      retain_min: int | None = None, retain_max: int | None = None,
+                      max_deletes: int | None = None) -> dict[str, Any]:
+    """Run config of ``paimon_expire_snapshots_job`` (unset overrides left out)."""
+    overrides = {"older_than": older_than, "retain_min": retain_min, "retain_max": retain_max,
+                 "max_deletes": max_deletes}
+    config = {**target.config(), "dry_run": dry_run, **{k: v for k, v in overrides.items() if v is not None}}
+    return {"ops": {"expire_snapshots": {"config": config}}}
+
+
+def automatic_tags(table: pc.Table) -> bool:
+    """Whether the table tags finished periods itself (``tag.automatic-creation = process-time``)."""
+    return table.options.tag_automatic_creation == "process-time"
+
+
+def expiry_metadata(table: pc.Table, plan: ExpiryPlan, before: SnapshotSpan, after: SnapshotSpan,
+                    older_than_ms: int | None, tags: AutoTagResult | None = None) -> dict[str, Any]:
+    deleted = [*plan.data_files, *plan.changelog_files, *plan.index_files, *plan.metadata_files]
+    auto = {} if tags is None else {"paimon/maintenance/automatic_tag_created": tags.created or "-",
+                                    "paimon/maintenance/automatic_tags_deleted": ", ".join(tags.deleted) or "-"}
+    return {
+        "paimon/maintenance/table": table.name,
+        "paimon/maintenance/dry_run": plan.dry_run,
+        "paimon/maintenance/snapshots_expired": len(plan.snapshots),
+        "paimon/maintenance/expired_snapshots": f"{plan.snapshots[0]}..{plan.snapshots[-1]}" if plan.snapshots else "-",
+        "paimon/maintenance/earliest_snapshot_before": before.earliest if before.earliest is not None else -1,
+        "paimon/maintenance/earliest_snapshot_after": plan.earliest_after if plan.earliest_after is not None else -1,
+        "paimon/maintenance/latest_snapshot": after.latest if after.latest is not None else -1,
+        "paimon/maintenance/snapshots_retained_before": before.count,
+        "paimon/maintenance/snapshots_retained_after": after.count,
+        "paimon/maintenance/data_files": len(plan.data_files),
+        "paimon/maintenance/changelog_files": len(plan.changelog_files),
+        "paimon/maintenance/index_files": len(plan.index_files),
+        "paimon/maintenance/metadata_files": len(plan.metadata_files),
+        "paimon/maintenance/bytes": plan.bytes,  # data, changelog and index files
+        # Long-lived changelog (changelog.* retention beyond snapshot.*): kept as changelog-N, or gone.
+        "paimon/maintenance/changelogs_kept": len(plan.changelogs_kept),
+        "paimon/maintenance/long_lived_changelogs_expired": len(plan.changelogs_expired),
+        # Consumers idle past consumer.expiration-time no longer pin snapshots: removed.
+        "paimon/maintenance/stale_consumers_removed": ", ".join(plan.stale_consumers) or "-",
+        "paimon/maintenance/older_than": (iso(older_than_ms) if older_than_ms is not None
+                                          else "now - snapshot.time-retained"),
+        "paimon/maintenance/consumers": consumers_text(table),
+        "paimon/maintenance/duration_s": round(plan.duration_s, 3),
+        **auto,
+        "paimon/maintenance/files": paths_md(table, deleted),
+    }
+
+
+
+@dg.op(tags={"paimon/operation": "expire-snapshots"})
+def expire_snapshots(context: dg.OpExecutionContext, config: ExpireSnapshotsConfig,
+                     paimon_catalog: PaimonCatalogResource) -> dg.Output[ExpiryPlan]:
+    """Expire the table's old snapshots and the files only they reached; observe the table's asset."""
+    table, target, older_than = maintenance_target(context, config, paimon_catalog, config.older_than)
+    before = SnapshotSpan.of(table)
+    # Before expiry, as maintaining writers do: the tag keeps the period's last snapshot.
+    tags = table.create_automatic_tags() if not config.dry_run and automatic_tags(table) else None
+    if tags is not None and (tags.created or tags.deleted):
+        context.log.info(f"{table.name}: automatic tag {tags.created or '-'} created (snapshot "
+                         f"{tags.snapshot_id}), {', '.join(tags.deleted) or 'none'} deleted")
+    plan = table.expire_snapshots(dry_run=config.dry_run, older_than=older_than, retain_min=config.retain_min,
+                                  retain_max=config.retain_max, max_deletes=config.max_deletes)
+    after = SnapshotSpan.of(table)
+    metadata = expiry_metadata(table, plan, before, after, older_than, tags)
+    context.log.info(f"{plan.summary()}; {before.count} -> {after.count} snapshots retained"
+                     + (f"; first files: {', '.join(relative(table, p) for p in plan.data_files[:3])}"
+                        if plan.data_files else ""))
+    if not plan.dry_run:
+        context.log_event(dg.AssetObservation(
+            asset_key=target.asset_key, metadata=metadata,
+            description=(f"expired snapshots {metadata['paimon/maintenance/expired_snapshots']}, {plan.bytes:,} bytes"
+                         if plan.snapshots else "snapshot expiry: no snapshot to expire")))
+    record(context, target, retention_outcome(table, target))
+    return dg.Output(plan, metadata=metadata)
+
+
+
+@dg.job(name=EXPIRE_JOB, executor_def=dg.in_process_executor, tags={"paimon/operation": "expire-snapshots"},
+        description="Expire one Paimon table's old snapshots with its retention options (or the config's "
+        "overrides), deleting the files only they reached; consumers and tags are respected. Launched by "
+        "the expire_snapshots_<db>_<table> schedules with paimon/compaction=<db.table>.")
+def paimon_expire_snapshots_job() -> None:
+    expire_snapshots()
+
+
+def expire_schedule(target: TableTarget, *, cron: str, retain_min: int | None = None, retain_max: int | None = None,
+                    max_deletes: int | None = None) -> dg.ScheduleDefinition:
+    """``expire_snapshots_<db>_<table>``: the table's expiry with its own retention (or the spec's overrides)."""
+
+    def run_config(target: TableTarget) -> dict[str, Any]:
+        return expire_run_config(target, retain_min=retain_min, retain_max=retain_max, max_deletes=max_deletes)
+
+    return maintenance_schedule(
+        target, name=f"expire_snapshots_{target.name}", cron=cron, job=paimon_expire_snapshots_job,
+        run_config=run_config,
+        description=f"Expire {target.table}'s snapshots beyond its retention (snapshot.num-retained.*, "
+        "snapshot.time-retained); RUNNING by default: it deletes only what the retention allows.")

@@ -1,0 +1,173 @@
+"""``paimon_definitions``: everything Dagster needs for a list of declared Paimon tables.
+
+For each ``PaimonTableSpec``: its asset (ingesting from the spec's function or landing
+location; or the user's own asset passed in ``assets``; or, with neither, an external asset of
+a table written elsewhere), its ingestion job, schedule and landing sensor, its compaction
+sensor, its maintenance schedules and its four checks. Shared by all tables: the compaction,
+full-compaction, expiry and orphan-cleanup jobs (run config names the table), and the
+``paimon_catalog`` / ``paimon_io_manager`` resources.
+
+Two calls (for different tables) merge with ``dg.Definitions.merge``: the shared jobs are the
+same objects, and calls for the same warehouse get the same resource objects, which is what
+Dagster's merge asks of a resource key both sides define.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import dagster as dg
+
+import paimon_core as pc
+from paimon_core.errors import TableDefinitionError
+from pipelines.changes_ingestion import changes_sensor
+from pipelines.compaction import paimon_compaction_job, paimon_full_compaction_job
+from pipelines.expiry import expire_schedule, paimon_expire_snapshots_job
+from pipelines.ingestion import (
+    CATALOG_KEY,
+    IO_MANAGER_KEY,
+    external_asset,
+    ingestion_job,
+    ingestion_schedule,
+    table_asset,
+    table_checks,
+    target_of,
+)
+from pipelines.landing_sensor import landing_sensor
+from pipelines.orphans import orphans_schedule, paimon_remove_orphan_files_job
+from pipelines.sensors import compaction_sensor
+from pipelines.spec import Ingestion, PaimonTableSpec, check_unique
+from resources import PaimonCatalogResource, PaimonTableIOManager
+
+SHARED_JOBS = (paimon_compaction_job, paimon_full_compaction_job, paimon_expire_snapshots_job,
+               paimon_remove_orphan_files_job)
+# Resource objects per warehouse (and per catalog object), so that definitions built by several
+# calls for one warehouse merge: Dagster accepts a resource key on both sides only when it is
+# the very same object. Holds configuration only, never a table.
+_RESOURCES: dict[Any, dict[str, Any]] = {}
+
+
+def catalog_for(warehouse: str, storage_options: Mapping[str, Any] | None = None) -> PaimonCatalogResource:
+    """The catalog resource of ``warehouse`` (one object per warehouse and options)."""
+    options = sorted((str(k), str(v), type(v).__name__) for k, v in (storage_options or {}).items())
+    key = (str(warehouse), tuple(options))
+    if key not in _RESOURCES:
+        catalog = PaimonCatalogResource(warehouse=warehouse, storage_options=dict(storage_options or {}))
+        _RESOURCES[key] = paimon_resources_of(catalog)
+    catalog = _RESOURCES[key][CATALOG_KEY]
+    assert isinstance(catalog, PaimonCatalogResource)
+    return catalog
+
+
+def paimon_resources_of(catalog: PaimonCatalogResource) -> dict[str, Any]:
+    """``{"paimon_catalog": catalog, "paimon_io_manager": ...}``, the same objects for one catalog."""
+    key = ("catalog", id(catalog))
+    entry = _RESOURCES.get(key)
+    if entry is None or entry[CATALOG_KEY] is not catalog:
+        entry = {CATALOG_KEY: catalog, IO_MANAGER_KEY: PaimonTableIOManager(catalog=catalog)}
+        _RESOURCES[key] = entry
+    return dict(entry)
+
+
+def table_uri(catalog: PaimonCatalogResource, table: str) -> str | None:
+    """The table's URI for the UI, when the warehouse is known at load (not an ``EnvVar``)."""
+    values = [catalog.warehouse, *catalog.storage_options.values()]
+    if any(isinstance(value, dg.EnvVar) for value in values):
+        return None
+    try:
+        return pc.Catalog(catalog.warehouse, storage_options=None).table_uri(table)
+    except (ValueError, ImportError):
+        return None
+
+
+def asset_keys(asset: dg.AssetsDefinition | dg.AssetSpec) -> set[dg.AssetKey]:
+    return {asset.key} if isinstance(asset, dg.AssetSpec) else set(asset.keys)
+
+
+def paimon_definitions(specs: Sequence[PaimonTableSpec], *, warehouse: str | None = None,
+                       storage_options: Mapping[str, Any] | None = None,
+                       catalog: PaimonCatalogResource | None = None,
+                       assets: Sequence[dg.AssetsDefinition | dg.AssetSpec] = (),
+                       executor: dg.ExecutorDefinition | None = None,
+                       resources: Mapping[str, Any] | None = None,
+                       declared_in: str | None = None) -> dg.Definitions:
+    """Definitions for exactly these tables.
+
+    Args:
+        specs: the tables; each table and asset key once.
+        warehouse / storage_options: where the tables live (a path or fsspec URL; secrets as
+            ``dg.EnvVar``); or pass ``catalog``, a ``PaimonCatalogResource`` of your own.
+        assets: your own assets of declared tables (e.g. from ``paimon_asset``) and any others
+            to include; a spec whose asset key is among them gets no generated asset.
+        executor: the executor of the ingestion jobs (default in-process: a run writes one
+            partition, and a process per step would cost more than most writes).
+        resources: further resources your source functions ask for by parameter name.
+        declared_in: the file the specs come from (shown as the assets' code reference).
+    """
+    specs = list(specs)
+    check_unique(specs)
+    if catalog is None:
+        if warehouse is None:
+            raise TableDefinitionError("paimon_definitions needs warehouse= (a path or fsspec URL) or catalog=")
+        catalog = catalog_for(warehouse, storage_options)
+    provided = {key for asset in assets for key in asset_keys(asset)}
+    built: list[dg.AssetsDefinition | dg.AssetSpec] = []
+    checks: list[dg.AssetChecksDefinition] = []
+    jobs: list[Any] = []
+    schedules: list[dg.ScheduleDefinition] = []
+    sensors: list[dg.SensorDefinition] = []
+    for spec in specs:
+        uri = table_uri(catalog, spec.table)
+        if spec.key in provided:
+            asset: dg.AssetsDefinition | dg.AssetSpec | None = next(a for a in assets if spec.key in asset_keys(a))
+        elif spec.ingestion is not None:
+            asset = table_asset(spec, table_uri=uri, declared_in=declared_in)
+            built.append(asset)
+        else:
+            built.append(external_asset(spec, table_uri=uri, declared_in=declared_in))
+            asset = None
+        if isinstance(asset, dg.AssetsDefinition):
+            job = ingestion_job(spec, asset, executor)
+            jobs.append(job)
+            if spec.ingestion is not None and spec.ingestion.schedule:
+                schedules.append(ingestion_schedule(spec, job))
+            if spec.ingestion is not None and spec.ingestion.landing is not None and spec.ingestion.landing_sensor:
+                sensors.append(landing_sensor(spec, job.name))
+            if spec.ingestion is not None and spec.ingestion.changes_of is not None:
+                sensors.append(changes_sensor(spec, job.name, interval_seconds=spec.ingestion.sensor_interval_seconds))
+        checks.extend(table_checks(spec))
+        target = target_of(spec)
+        if spec.compaction.sensor:
+            sensors.append(compaction_sensor(target, interval_seconds=spec.compaction.interval_seconds,
+                                             full_job=spec.compaction.job == "full"))
+        maintenance = spec.maintenance
+        if maintenance.expire_cron:
+            schedules.append(expire_schedule(target, cron=maintenance.expire_cron, retain_min=maintenance.retain_min,
+                                             retain_max=maintenance.retain_max, max_deletes=maintenance.max_deletes))
+        if maintenance.orphans_cron:
+            schedules.append(orphans_schedule(target, cron=maintenance.orphans_cron))
+    return dg.Definitions(
+        assets=[*built, *assets], asset_checks=checks, jobs=[*jobs, *(SHARED_JOBS if specs else ())],
+        schedules=schedules, sensors=sensors,
+        resources={**paimon_resources_of(catalog), **(resources or {})},
+    )
+
+
+def paimon_asset(spec: PaimonTableSpec, *, mode: str | None = None
+                 ) -> Callable[[Callable[..., Any]], dg.AssetsDefinition]:
+    """Decorate a function returning a partition's data into the asset of ``spec``'s table.
+
+    The function takes the asset's context (and resources by parameter name) and returns an
+    Arrow table, record-batch reader or iterator, or a pandas / polars DataFrame; it is written
+    with ``mode`` (default: the spec's ingestion mode, else ``overwrite``). Pass the result to
+    ``paimon_definitions(..., assets=[...])`` with the spec.
+    """
+
+    def decorate(function: Callable[..., Any]) -> dg.AssetsDefinition:
+        base = spec.ingestion or Ingestion()
+        ingestion = Ingestion(**{**{f: getattr(base, f) for f in base.__dataclass_fields__},
+                                 "function": function, "landing": None, "mode": mode or base.mode})
+        return table_asset(spec.with_options(ingestion=ingestion))
+
+    return decorate

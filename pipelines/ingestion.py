@@ -1,0 +1,305 @@
+"""The asset of a declared table, and the ingestion job, schedule and landing sensor that launch it.
+
+The asset's step creates the table when it does not exist yet (atomic in paimon_core, so runs
+racing to create it agree), gets the partition's data (the spec's function, or the landing
+location's files for the partition) and writes it with the spec's mode in one commit whose
+user names the root run, the asset and the partition: a retried step, or a re-execution from
+failure, finds that commit instead of writing the rows again. The step carries the table's
+pool, so at most one writer of a table runs at a time however it was launched (asset page,
+backfill, job, schedule, sensor, ``dg.materialize``): ``dagster.yaml`` gives every pool one slot.
+"""
+
+# No `from __future__ import annotations`: Dagster reads the context annotations of decorated
+# functions as real types when the decorator runs.
+
+import inspect
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import dagster as dg
+from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
+
+import paimon_core as pc
+from paimon_core.errors import PaimonError
+from pipelines.changes_ingestion import consume_changes
+from pipelines.checks import lsm_checks, maintenance_checks
+from pipelines.data_checks import data_check
+from pipelines.maintenance_checks import ORPHANS_CHECK
+from pipelines.spec import PaimonTableSpec
+from pipelines.target import TABLE_METADATA_KEY, TABLE_TAG, TARGET_METADATA_KEY, TableTarget
+from resources import PaimonCatalogResource, PaimonWrite, commit_user_for, write_metadata, write_partition
+from resources.partition_mapping import METADATA_KEY as MAPPING_METADATA_KEY
+from resources.writes import landed_commits, snapshot_properties
+
+CATALOG_KEY = "paimon_catalog"
+IO_MANAGER_KEY = "paimon_io_manager"
+WRITE_MODE_METADATA_KEY = "paimon/write_mode"
+POOL_PREFIX = "paimon-write/"
+RETRY_DELAY_S = 5
+
+
+def pool_of(table: str) -> str:
+    """The concurrency pool of a table's writers (one slot: see ``dagster_home/dagster.yaml``)."""
+    return f"{POOL_PREFIX}{table}"
+
+
+def target_of(spec: PaimonTableSpec) -> TableTarget:
+    """What the compaction and maintenance runs of ``spec``'s table need to know about it."""
+    from pipelines.lsm import follow_seconds
+
+    return TableTarget(table=spec.table, asset_key=spec.key, mapping=spec.partition_mapping(),
+                       expire_cron=spec.maintenance.expire_cron, orphans_cron=spec.maintenance.orphans_cron,
+                       level0_threshold=spec.compaction.level0_threshold,
+                       follow_seconds=follow_seconds(spec.compaction.follow_seconds))
+
+
+def column_schema(spec: PaimonTableSpec) -> dg.TableSchema:
+    """The declared columns with their descriptions, the primary key marked."""
+    keys = set(spec.primary_key)
+    columns = []
+    for field in spec.arrow_schema():
+        described = (field.metadata or {}).get(b"description")
+        paimon_type = (field.metadata or {}).get(b"paimon.type")
+        shown = json.loads(paimon_type) if paimon_type else str(field.type)
+        other = ["primary key"] if field.name in keys else []
+        if field.name in spec.partition_keys:
+            other.append("partition key")
+        columns.append(dg.TableColumn(
+            name=field.name, type=shown if isinstance(shown, str) else json.dumps(shown),
+            description=described.decode() if described else None,
+            constraints=dg.TableColumnConstraints(nullable=field.nullable and field.name not in keys,
+                                                  unique=field.name in keys and len(keys) == 1, other=other)))
+    constraints = dg.TableConstraints(other=[f"PRIMARY KEY ({', '.join(spec.primary_key)})"]) if keys else None
+    return dg.TableSchema(columns=columns, constraints=constraints)
+
+
+def asset_metadata(spec: PaimonTableSpec, *, table_uri: str | None) -> dict[str, Any]:
+    """Definition metadata: what the UI shows before any run, and what the IO manager and the
+    compaction and maintenance runs read back (table, mode, partition mapping, target)."""
+    mapping = spec.partition_mapping()
+    metadata: dict[str, Any] = {
+        TABLE_METADATA_KEY: spec.table,
+        TARGET_METADATA_KEY: target_of(spec).to_metadata(),
+        "dagster/table_name": spec.table,
+        "dagster/column_schema": column_schema(spec),
+        "paimon/options": dg.MetadataValue.json(spec.table_options()),
+    }
+    if spec.primary_key:
+        metadata["paimon/primary_key"] = ", ".join(spec.primary_key)
+    if spec.partition_keys:
+        metadata["paimon/partition_keys"] = ", ".join(spec.partition_keys)
+    if spec.ingestion is not None:
+        metadata[WRITE_MODE_METADATA_KEY] = spec.ingestion.mode
+    if mapping is not None:
+        metadata[MAPPING_METADATA_KEY] = mapping.to_metadata()
+    if spec.consumers:
+        metadata["paimon/consumers"] = ", ".join(spec.consumers)
+    if table_uri:
+        metadata["dagster/uri"] = table_uri
+    return metadata
+
+
+def asset_kinds(spec: PaimonTableSpec) -> set[str]:
+    """``paimon``, the file format (icons in the UI) and ``table``."""
+    return {"paimon", spec.table_options().get("file.format", "parquet"), "table"}
+
+
+@contextmanager
+def permanent_failures(table: str) -> Iterator[None]:
+    """Errors a retry would only repeat (bad data or declaration: paimon_core's typed errors, which
+    are ValueErrors or LookupErrors, and any ValueError) fail the step in one line naming the
+    table, without retrying; storage errors and lost commit races stay retryable."""
+    try:
+        yield
+    except dg.Failure:
+        raise
+    except (ValueError, LookupError, NotImplementedError, PaimonError) as exc:
+        if isinstance(exc, PaimonError) and not isinstance(exc, (ValueError, LookupError, NotImplementedError)):
+            raise
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise dg.Failure(description=f"{table}: {first}" if table not in first else first,
+                         allow_retries=False) from exc
+
+
+def resource_parameters(function: Callable[..., Any]) -> list[str]:
+    """The resources a source function asks for: every parameter after the context."""
+    parameters = list(inspect.signature(function).parameters.values())
+    return [p.name for p in parameters[1:] if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+
+def code_references(spec: PaimonTableSpec, function: Callable[..., Any] | None,
+                    declared_in: str | None) -> dg.CodeReferencesMetadataValue | None:
+    references: list[dg.LocalFileCodeReference | dg.UrlCodeReference] = []
+    if declared_in:
+        references.append(dg.LocalFileCodeReference(file_path=declared_in, label=f"{spec.table} declaration"))
+    if function is not None:
+        try:
+            path = inspect.getsourcefile(function)
+            line = inspect.getsourcelines(function)[1]
+        except (OSError, TypeError):
+            path = None
+        if path:
+            references.append(dg.LocalFileCodeReference(file_path=path, line_number=line,
+                                                        label=f"{function.__name__} (source)"))
+    return dg.CodeReferencesMetadataValue(code_references=references) if references else None
+
+
+def ensure_table(catalog: PaimonCatalogResource, spec: PaimonTableSpec) -> pc.Table:
+    return catalog.ensure_table(spec.table, schema=spec.arrow_schema(), partition_keys=spec.partition_keys,
+                                primary_keys=spec.primary_key, options=spec.table_options())
+
+
+def ingest(context: dg.AssetExecutionContext, spec: PaimonTableSpec, produce: Callable[[pc.Table, dict[str, str]], Any]
+           ) -> dg.Output[PaimonWrite]:
+    """Create the table if needed, produce the partition's data and write it exactly once."""
+    catalog: PaimonCatalogResource = getattr(context.resources, CATALOG_KEY)
+    partition_key = context.partition_key if context.has_partition_key else None
+    mapping = spec.partition_mapping()
+    values = mapping.values(partition_key) if mapping is not None and partition_key is not None else {}
+    assert spec.ingestion is not None
+    mode = spec.ingestion.mode
+    asset = spec.key.to_user_string()
+    run = context.run
+    user = commit_user_for(run.root_run_id or run.run_id, asset, partition_key)
+    with permanent_failures(spec.table):
+        table = ensure_table(catalog, spec)
+        _, _, landed = landed_commits(table, user)
+        data = [] if landed else produce(table, values)
+        receipt = write_partition(table, data, mode=mode, partition=values, commit_user=user,
+                                  properties=snapshot_properties(run_id=run.run_id, asset_key=asset,
+                                                                 partition_key=partition_key, mode=mode),
+                                  commit_every_rows=spec.ingestion.commit_every_rows)
+    metadata = write_metadata(table, snapshot_id=receipt.snapshot_id, partition=values,
+                              rows_written=receipt.rows_written)
+    metadata["paimon/ingest/mode"] = mode
+    metadata["paimon/ingest/commits"] = receipt.commits
+    metadata["paimon/ingest/reused_commit"] = receipt.reused
+    metadata.update(kind_metadata(receipt))
+    if receipt.reused:
+        context.log.info(f"{spec.table}: the commit of {partition_key or 'the table'} by this run already landed as "
+                         f"snapshot {receipt.snapshot_id}; not writing it again")
+    return dg.Output(receipt, metadata=metadata)
+
+
+KIND_NAMES = {"+I": "inserts", "-U": "update_befores", "+U": "update_afters", "-D": "deletes"}
+
+
+def kind_metadata(receipt: PaimonWrite) -> dict[str, int]:
+    """Rows per change kind written (tables taking row kinds from a column), plottable per partition."""
+    if not receipt.kinds:
+        return {}
+    return {f"paimon/ingest/{name}": receipt.kinds.get(kind, 0) for kind, name in KIND_NAMES.items()}
+
+
+def function_producer(spec: PaimonTableSpec, function: Callable[..., Any], context: dg.AssetExecutionContext,
+                      inputs: dict[str, Any]) -> Callable[[pc.Table, dict[str, str]], Any]:
+    def produce(table: pc.Table, values: dict[str, str]) -> Any:
+        resources = {name: getattr(context.resources, name) for name in resource_parameters(function)
+                     if name not in inputs}
+        return function(context, **inputs, **resources)
+
+    return produce
+
+
+def landing_producer(spec: PaimonTableSpec, context: dg.AssetExecutionContext
+                     ) -> Callable[[pc.Table, dict[str, str]], Any]:
+    assert spec.ingestion is not None and spec.ingestion.landing is not None
+    landing = spec.ingestion.landing
+    partition_key = context.partition_key if context.has_partition_key else None
+
+    def produce(table: pc.Table, values: dict[str, str]) -> Any:
+        files = landing.files(partition_key, values)
+        if not files:
+            raise dg.Failure(description=f"{spec.table}: no landed files for partition {partition_key or '-'} under "
+                             f"{landing.path}", allow_retries=False)
+        context.log.info(f"{spec.table}: ingesting {len(files)} landed file(s) of {partition_key or 'the table'}: "
+                         + ", ".join(f.path for f in files[:5]) + (" ..." if len(files) > 5 else ""))
+        return landing.read(partition_key, table.arrow_schema, table=spec.table, values=values, fill=values)
+
+    return produce
+
+
+def table_asset(spec: PaimonTableSpec, *, table_uri: str | None = None,
+                declared_in: str | None = None) -> dg.AssetsDefinition:
+    """The asset that ingests ``spec``'s table (its ``ingestion`` says from where)."""
+    ingestion = spec.ingestion
+    if ingestion is None:
+        raise ValueError(f"table {spec.table} declares no ingestion; use external_asset for it")
+    function = ingestion.resolved_function(spec.table)
+    changes = ingestion.changes_of is not None
+    ins = {name: dg.AssetIn(key=dg.AssetKey(list(source.asset_key)),
+                            metadata={"columns": list(source.columns)} if source.columns else None)
+           for name, source in ingestion.inputs.items()}
+    wanted = resource_parameters(function) if function is not None and not changes else []
+    resource_keys = {CATALOG_KEY, *(name for name in wanted if name not in ins)}
+    metadata = asset_metadata(spec, table_uri=table_uri)
+    references = code_references(spec, function, declared_in)
+    if references is not None:
+        metadata["dagster/code_references"] = references
+    description = spec.description or (f"Paimon table {spec.table}" + (
+        f", ingested from {ingestion.landing.path}" if ingestion.landing else "") + f" ({ingestion.mode}).")
+
+    @dg.asset(
+        key=spec.key, group_name=spec.group_name, description=description, owners=list(spec.owners) or None,
+        tags=dict(spec.tags) or None, kinds=asset_kinds(spec), partitions_def=spec.partitions_def(),
+        metadata=metadata, io_manager_key=IO_MANAGER_KEY, required_resource_keys=resource_keys,
+        pool=pool_of(spec.table), op_tags={"paimon/operation": f"ingest-{ingestion.mode}"},
+        retry_policy=dg.RetryPolicy(max_retries=ingestion.retries, delay=RETRY_DELAY_S,
+                                    backoff=dg.Backoff.EXPONENTIAL, jitter=dg.Jitter.PLUS_MINUS),
+        ins=ins or None,
+    )
+    def _asset(context: dg.AssetExecutionContext, **inputs: Any) -> dg.Output[PaimonWrite]:
+        if changes:
+            catalog: PaimonCatalogResource = getattr(context.resources, CATALOG_KEY)
+            with permanent_failures(spec.table):
+                return consume_changes(context, spec, catalog, ensure_table(catalog, spec))
+        produce = (function_producer(spec, function, context, inputs) if function is not None else
+                   landing_producer(spec, context))
+        return ingest(context, spec, produce)
+
+    return _asset
+
+
+def external_asset(spec: PaimonTableSpec, *, table_uri: str | None = None,
+                   declared_in: str | None = None) -> dg.AssetSpec:
+    """A table written outside these definitions (another engine, or an asset of the user's own
+    that is merged in later): shown, compacted and maintained, never materialized here."""
+    metadata = asset_metadata(spec, table_uri=table_uri)
+    references = code_references(spec, None, declared_in)
+    if references is not None:
+        metadata["dagster/code_references"] = references
+    return dg.AssetSpec(key=spec.key, group_name=spec.group_name, owners=list(spec.owners),
+                        tags=dict(spec.tags), kinds=asset_kinds(spec), metadata=metadata,
+                        partitions_def=spec.partitions_def(),
+                        description=spec.description or f"Paimon table {spec.table} (written outside Dagster).")
+
+
+def ingestion_job(spec: PaimonTableSpec, asset: dg.AssetsDefinition,
+                  executor: dg.ExecutorDefinition | None) -> UnresolvedAssetJobDefinition:
+    """``ingest_<db>_<table>_job``: the asset and its cheap checks (the orphan check lists every
+    directory of the table; the cleanup job records it), one partition per run."""
+    selection = dg.AssetSelection.assets(asset) - dg.AssetSelection.checks(dg.AssetCheckKey(spec.key, ORPHANS_CHECK))
+    return dg.define_asset_job(
+        f"ingest_{spec.name}_job", selection=selection, tags={TABLE_TAG: spec.table},
+        executor_def=executor or dg.in_process_executor,
+        description=f"Write one partition of {spec.table} ({spec.ingestion.mode if spec.ingestion else ''}) and "
+        "check it.")
+
+
+def ingestion_schedule(spec: PaimonTableSpec, job: UnresolvedAssetJobDefinition) -> Any:
+    """``ingest_<db>_<table>_schedule``: each time partition once it ended (stopped by default:
+    turn it on in the UI)."""
+    assert spec.ingestion is not None
+    return dg.build_schedule_from_partitioned_job(
+        job, name=f"ingest_{spec.name}_schedule", hour_of_day=spec.ingestion.schedule_hour,
+        minute_of_hour=spec.ingestion.schedule_minute, tags={TABLE_TAG: spec.table},
+        description=f"Materialize {spec.table}'s partition that just ended.")
+
+
+def table_checks(spec: PaimonTableSpec) -> list[dg.AssetChecksDefinition]:
+    """The table's LSM and maintenance checks, and its data check when the spec declares one."""
+    target = target_of(spec)
+    data = [data_check(spec, target)] if spec.checks is not None else []
+    return [*data, *lsm_checks(target), *maintenance_checks(target)]

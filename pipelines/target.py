@@ -1,0 +1,125 @@
+"""The table a compaction or maintenance run acts on, as its ops need it.
+
+The compaction and maintenance jobs are shared by every table, so nothing about a table is
+baked into them: the run config names the table, the asset its observations and check
+evaluations go to, how the table's Paimon partitions map onto that asset's partitions, and the
+schedules its maintenance checks are judged against. Sensors and schedules built from a
+``PaimonTableSpec`` fill all of it in; a run launched by hand with only ``table`` gets the rest
+from the code location's asset that declares the table (its definition metadata).
+"""
+
+# No `from __future__ import annotations`: Dagster reads the config annotations as real types.
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import dagster as dg
+from pydantic import Field
+
+from resources.partition_mapping import PartitionMapping
+
+TABLE_METADATA_KEY = "paimon/table"
+# Every run of a table's ingestion job carries TABLE_TAG=<db.table>; dagster.yaml allows one
+# such run per table (runs launched otherwise are held back by the asset's pool instead).
+TABLE_TAG = "paimon/table"
+# Definition metadata of a table's asset holding what its maintenance runs need (JSON).
+TARGET_METADATA_KEY = "paimon/target"
+DEFAULT_EXPIRE_CRON = "0 * * * *"
+DEFAULT_ORPHANS_CRON = "0 3 * * *"
+
+
+@dataclass(frozen=True, slots=True)
+class TableTarget:
+    """A table and its asset. ``expire_cron`` / ``orphans_cron``: the maintenance schedules its
+    checks judge it by (None: no schedule, the checks then use the defaults)."""
+
+    table: str
+    asset_key: dg.AssetKey
+    mapping: PartitionMapping | None = None
+    expire_cron: str | None = DEFAULT_EXPIRE_CRON
+    orphans_cron: str | None = DEFAULT_ORPHANS_CRON
+    level0_threshold: int | None = None
+    follow_seconds: int = 0
+
+    @property
+    def name(self) -> str:
+        """``db_table``: the suffix of the table's sensor and schedule names."""
+        return self.table.replace(".", "_")
+
+    def partition_key(self, values: dict[str, Any]) -> str | None:
+        """The asset partition of a Paimon partition (None when they do not map one to one)."""
+        return None if self.mapping is None else self.mapping.key_of(values)
+
+    def config(self) -> dict[str, Any]:
+        """The fields of ``TargetConfig`` describing this target."""
+        return {"table": self.table, "asset_key": list(self.asset_key.path),
+                "partition_mapping": self.mapping.to_metadata() if self.mapping else "",
+                "expire_cron": self.expire_cron or "", "orphans_cron": self.orphans_cron or ""}
+
+    def to_metadata(self) -> str:
+        return json.dumps(self.config(), sort_keys=True)
+
+    @classmethod
+    def from_config(cls, data: dict[str, Any]) -> "TableTarget":
+        mapping = data.get("partition_mapping") or ""
+        return cls(table=str(data["table"]), asset_key=dg.AssetKey(list(data["asset_key"])),
+                   mapping=PartitionMapping.from_json(mapping) if mapping else None,
+                   expire_cron=data.get("expire_cron") or None, orphans_cron=data.get("orphans_cron") or None)
+
+
+class TargetConfig(dg.Config):
+    """Which table a run works on, and the asset that shows what it did."""
+
+    table: str = Field(description="The table, as db.table (e.g. shop.orders).")
+    asset_key: list[str] = Field(
+        default=[],
+        description="The asset the run's observations and check results go to. Empty: the asset of this "
+        "code location that declares the table.",
+    )
+    partition_mapping: str = Field(
+        default="", description="How the table's partitions map onto the asset's (JSON; filled by the sensors "
+        "and schedules). Empty: from the asset that declares the table.")
+    expire_cron: str = Field(default="", description="The expiry schedule the retention check judges by.")
+    orphans_cron: str = Field(default="", description="The cleanup schedule the orphan check judges by.")
+
+
+def declared_target(context: dg.OpExecutionContext, table: str) -> TableTarget | None:
+    """The target of the code location's asset whose definition metadata declares ``table``.
+
+    Only runs loaded from a code location know their repository; an in-process run does not.
+    """
+    try:
+        repository = context.repository_def
+    except Exception:  # noqa: BLE001 - dagster raises a bare CheckError when there is none
+        return None
+    for assets_def in repository.assets_defs_by_key.values():
+        for metadata in assets_def.metadata_by_key.values():
+            raw = metadata.get(TARGET_METADATA_KEY)
+            text = getattr(raw, "value", raw)
+            if text and json.loads(str(text)).get("table") == table:
+                return TableTarget.from_config(json.loads(str(text)))
+    return None
+
+
+def resolve_target(context: dg.OpExecutionContext, config: TargetConfig) -> TableTarget:
+    """The run's target: from its config, else from the asset that declares the table."""
+    if config.asset_key:
+        return TableTarget.from_config(config.model_dump())
+    declared = declared_target(context, config.table)
+    if declared is None:
+        raise dg.Failure(description=f"no asset of this code location declares Paimon table {config.table}; "
+                         "check the table name, or give asset_key in the run config", allow_retries=False)
+    return declared
+
+
+def declared_targets(definitions: dg.Definitions) -> dict[str, TableTarget]:
+    """``{db.table: target}`` of every asset in ``definitions`` that declares a Paimon table."""
+    found: dict[str, TableTarget] = {}
+    for assets_def in definitions.resolve_all_asset_specs():
+        raw = assets_def.metadata.get(TARGET_METADATA_KEY)
+        text = getattr(raw, "value", raw)
+        if text:
+            target = TableTarget.from_config(json.loads(str(text)))
+            found[target.table] = target
+    return found
