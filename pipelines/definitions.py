@@ -8,12 +8,11 @@ or fsspec URL), defaulting to ``warehouse/`` at the repository root; on S3 set
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
-
-import pipelines.demo.defs
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 WAREHOUSE_ENV = "PAIMON_WAREHOUSE"
@@ -48,10 +47,23 @@ def default_storage_options() -> dict[str, Any]:
     return options
 
 
-def load() -> dg.Definitions:
-    """The demo's definitions, with the warehouse resolved as ``default_warehouse`` says."""
-    os.environ[WAREHOUSE_ENV] = default_warehouse()
-    return dg.load_defs(pipelines.demo.defs, project_root=REPO_ROOT)
+def load(warehouse: str | None = None, **resources: Any) -> dg.Definitions:
+    """The demo's definitions on ``warehouse`` (default: ``default_warehouse``), with some of its
+    resources (``log_source``, ``order_source``) replaced.
+
+    The component reads the warehouse from ``$PAIMON_WAREHOUSE`` when it loads, so it is set
+    for the load (and put back after).
+    """
+    previous = os.environ.get(WAREHOUSE_ENV)
+    os.environ[WAREHOUSE_ENV] = warehouse or default_warehouse()
+    try:
+        loaded = dg.load_from_defs_folder(path_within_project=REPO_ROOT)
+    finally:
+        if previous is None:
+            del os.environ[WAREHOUSE_ENV]
+        else:
+            os.environ[WAREHOUSE_ENV] = previous
+    return replace(loaded, resources={**(loaded.resources or {}), **resources}) if resources else loaded
 
 
 defs = load()

@@ -273,7 +273,8 @@ def write_partition(table: pc.Table, data: Any, *, mode: str, partition: Mapping
                 writer.write(batch)
                 current = next(pieces, None)
             last = current is None
-            committed = writer.commit(properties={CHUNK_PROPERTY: str(chunk), FINAL_PROPERTY: str(last).lower()})
+            progress = {CHUNK_PROPERTY: str(chunk), FINAL_PROPERTY: str(last).lower()} if commit_every_rows else None
+            committed = writer.commit(properties=progress)
             rows += writer.rows_written
             compacted = writer.compaction is not None and writer.compaction.snapshot_id is not None
         if committed is not None:

@@ -1,24 +1,25 @@
-"""Fixtures for the Dagster layer: a temp warehouse, a test instance and the real resources."""
+"""Fixtures for the Dagster layer: a temp warehouse, a test instance and the demo's definitions on it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 import pytest
 
-from pipelines.assets import RUN_TAGS, log_events
-from pipelines.checks import log_events_partition_valid, orders_partition_valid
-from pipelines.definitions import build_resources
-from pipelines.order_assets import ORDERS_RUN_TAGS, shop_orders, user_order_totals
-from resources import LogEventSource, OrderEventSource
+from pipelines.definitions import load
+from pipelines.demo.log_source import LogEventSource
+from pipelines.demo.order_source import OrderEventSource
 
 # Small partitions keep every materialization well under a second.
 ROWS = 1_500
 # About 1,100 changes a day, streamed in batches of 500 so the writer sees several batches.
 ORDERS = 300
+LOGS_JOB = "ingest_logs_events_job"
+ORDERS_JOB = "ingest_shop_orders_job"
+TOTALS_JOB = "ingest_shop_user_order_totals_job"
 
 
 @pytest.fixture
@@ -32,48 +33,75 @@ def instance() -> Iterator[dg.DagsterInstance]:
         yield test_instance
 
 
+def small_sources(**changes: Any) -> dict[str, Any]:
+    """The demo's sources with small partitions (``log_source`` / ``order_source`` overrides)."""
+    return {"log_source": LogEventSource(rows_per_partition=ROWS, batch_size=500),
+            "order_source": OrderEventSource(orders_per_partition=ORDERS, batch_size=500), **changes}
+
+
 @pytest.fixture
-def resources(warehouse: str) -> dict[str, Any]:
-    return build_resources(warehouse=warehouse,
-                           log_source=LogEventSource(rows_per_partition=ROWS, batch_size=500),
-                           order_source=OrderEventSource(orders_per_partition=ORDERS, batch_size=500))
+def demo_defs(warehouse: str) -> dg.Definitions:
+    """The demo's definitions (its YAML tables) on the test's warehouse, with small sources."""
+    return load(warehouse, **small_sources())
+
+
+@pytest.fixture
+def resources(demo_defs: dg.Definitions) -> dict[str, Any]:
+    return dict(demo_defs.resources or {})
+
+
+class JobRunner:
+    """Runs a job of some definitions in process, into the test instance."""
+
+    def __init__(self, defs: dg.Definitions, instance: dg.DagsterInstance) -> None:
+        self.defs = defs
+        self.instance = instance
+
+    def __call__(self, job: str, partition_key: str | None = None, *, run_config: dict[str, Any] | None = None,
+                 tags: dict[str, str] | None = None, raise_on_error: bool = True) -> dg.ExecuteInProcessResult:
+        return self.defs.resolve_job_def(job).execute_in_process(
+            partition_key=partition_key, instance=self.instance, run_config=run_config, tags=tags,
+            raise_on_error=raise_on_error)
+
+
+@pytest.fixture
+def run_job(demo_defs: dg.Definitions, instance: dg.DagsterInstance) -> JobRunner:
+    return JobRunner(demo_defs, instance)
 
 
 class DayMaterializer:
-    """Materializes the log-events asset (and its check) for one day, tagged like the job's runs."""
+    """One day of logs/events through its ingestion job (with its checks); ``defs`` replaces the
+    definitions (e.g. with other sources)."""
 
-    def __init__(self, resources: dict[str, Any], instance: dg.DagsterInstance) -> None:
-        self.resources = resources
-        self.instance = instance
+    def __init__(self, runner: JobRunner) -> None:
+        self.runner = runner
 
-    def __call__(self, day: str, *, extra: Sequence[dg.AssetsDefinition] = (),
-                 resources: dict[str, Any] | None = None,
+    def __call__(self, day: str, *, defs: dg.Definitions | None = None,
                  raise_on_error: bool = True) -> dg.ExecuteInProcessResult:
-        return dg.materialize([log_events, log_events_partition_valid, *extra], partition_key=day,
-                              resources=resources or self.resources, instance=self.instance,
-                              tags=RUN_TAGS, raise_on_error=raise_on_error)
+        runner = JobRunner(defs, self.runner.instance) if defs is not None else self.runner
+        return runner(LOGS_JOB, day, raise_on_error=raise_on_error)
 
 
 @pytest.fixture
-def materialize_day(resources: dict[str, Any], instance: dg.DagsterInstance) -> DayMaterializer:
-    return DayMaterializer(resources, instance)
+def materialize_day(run_job: JobRunner) -> DayMaterializer:
+    return DayMaterializer(run_job)
 
 
 class OrdersDayMaterializer:
-    """Materializes the shop assets (orders, their check, the per-user totals) for one day,
-    tagged like the runs of ingest_orders_job."""
+    """One day of shop/orders (with its checks), then of shop/user_order_totals, each through its job."""
 
-    def __init__(self, resources: dict[str, Any], instance: dg.DagsterInstance) -> None:
-        self.resources = resources
-        self.instance = instance
+    def __init__(self, runner: JobRunner) -> None:
+        self.runner = runner
 
-    def __call__(self, day: str, *, resources: dict[str, Any] | None = None,
-                 raise_on_error: bool = True) -> dg.ExecuteInProcessResult:
-        return dg.materialize([shop_orders, orders_partition_valid, user_order_totals], partition_key=day,
-                              resources=resources or self.resources, instance=self.instance,
-                              tags=ORDERS_RUN_TAGS, raise_on_error=raise_on_error)
+    def __call__(self, day: str, *, defs: dg.Definitions | None = None,
+                 raise_on_error: bool = True) -> tuple[dg.ExecuteInProcessResult, dg.ExecuteInProcessResult | None]:
+        runner = JobRunner(defs, self.runner.instance) if defs is not None else self.runner
+        orders = runner(ORDERS_JOB, day, raise_on_error=raise_on_error)
+        if not orders.success:
+            return orders, None
+        return orders, runner(TOTALS_JOB, day, raise_on_error=raise_on_error)
 
 
 @pytest.fixture
-def materialize_orders(resources: dict[str, Any], instance: dg.DagsterInstance) -> OrdersDayMaterializer:
-    return OrdersDayMaterializer(resources, instance)
+def materialize_orders(run_job: JobRunner) -> OrdersDayMaterializer:
+    return OrdersDayMaterializer(run_job)

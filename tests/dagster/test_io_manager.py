@@ -130,7 +130,7 @@ def test_each_accepted_type_is_written(kind: str, io: dict[str, Any], catalog: p
 
     assert table_rows(catalog, "db.events") == rows([1, 2, 3]).to_pylist()
     metadata = output_metadata(result)
-    assert metadata["rows_written"] == 3
+    assert metadata["paimon/ingest/rows_written"] == 3
     assert metadata["paimon/ingest/mode"] == "overwrite"
     assert metadata["paimon/ingest/reused_commit"] is False
     assert metadata["dagster/partition_row_count"] == 3
@@ -495,8 +495,8 @@ def test_output_metadata_counts_the_partition(io: dict[str, Any]) -> None:
     result = materialize([events_asset(lambda: rows([1, 2, 3]))], io)
 
     metadata = output_metadata(result)
-    assert metadata["snapshot_id"] == 1
-    assert metadata["commit_kind"] == "OVERWRITE"
+    assert metadata["paimon/ingest/snapshot_id"] == 1
+    assert metadata["paimon/ingest/commit_kind"] == "OVERWRITE"
     assert metadata["dagster/table_name"] == "db.events"
 
 
