@@ -53,14 +53,14 @@ def _text(value: Any) -> str | None:
     return str(value)
 
 
-class ColumnModel(dg.Model):
+class ColumnModel(dg.Model, dg.Resolvable):
     name: str
     type: str = Field(description="A Paimon / SQL type name: BIGINT, DECIMAL(12, 2), TIMESTAMP(6), ARRAY<STRING> ...")
     description: str | None = None
     nullable: bool = True
 
 
-class PartitionsModel(dg.Model):
+class PartitionsModel(dg.Model, dg.Resolvable):
     kind: str = Field(default="none", description="none, daily, hourly, weekly, monthly or static.")
     start: str | None = None
     end: str | None = None
@@ -70,7 +70,7 @@ class PartitionsModel(dg.Model):
                                     "(or '{key}' for static partitions).")
 
 
-class LandingModel(dg.Model):
+class LandingModel(dg.Model, dg.Resolvable):
     path: str = Field(description="Template path with {partition} (and {<column>}), local or s3://, with globs.")
     format: str | None = None
     storage_options: dict[str, Scalar] = {}
@@ -78,12 +78,12 @@ class LandingModel(dg.Model):
     batch_size: int = 65_536
 
 
-class InputModel(dg.Model):
+class InputModel(dg.Model, dg.Resolvable):
     asset_key: list[str]
     columns: list[str] = []
 
 
-class IngestionModel(dg.Model):
+class IngestionModel(dg.Model, dg.Resolvable):
     mode: str = "overwrite"
     function: str | None = Field(default=None, description="'package.module:function' returning the partition's data.")
     landing: LandingModel | None = None
@@ -101,7 +101,7 @@ class IngestionModel(dg.Model):
     change_columns: list[str] = []
 
 
-class CompactionModel(dg.Model):
+class CompactionModel(dg.Model, dg.Resolvable):
     sensor: bool = True
     level0_threshold: int | None = None
     interval_seconds: int | None = None
@@ -109,7 +109,7 @@ class CompactionModel(dg.Model):
     job: str = "minor"
 
 
-class MaintenanceModel(dg.Model):
+class MaintenanceModel(dg.Model, dg.Resolvable):
     enabled: bool = Field(default=True, description="False: no expiry or cleanup schedule.")
     expire_cron: str | None = "0 * * * *"
     orphans_cron: str | None = "0 3 * * *"
@@ -118,7 +118,7 @@ class MaintenanceModel(dg.Model):
     max_deletes: int | None = None
 
 
-class ChecksModel(dg.Model):
+class ChecksModel(dg.Model, dg.Resolvable):
     min_rows: int = 1
     not_null: list[str] = []
     unique: list[str] = []
@@ -126,7 +126,7 @@ class ChecksModel(dg.Model):
     blocking: bool = True
 
 
-class TableModel(dg.Model):
+class TableModel(dg.Model, dg.Resolvable):
     table: str = Field(description="db.table")
     columns: list[ColumnModel]
     primary_key: list[str] = []

@@ -63,7 +63,7 @@ def load(warehouse: str | None = None, **resources: Any) -> dg.Definitions:
             del os.environ[WAREHOUSE_ENV]
         else:
             os.environ[WAREHOUSE_ENV] = previous
-    return replace(loaded, resources={**(loaded.resources or {}), **resources}) if resources else loaded
+    return replace(loaded, resources={**(loaded.resources or {}), **resources}) if resources else loaded  # type: ignore[type-var]
 
 
 defs = load()

@@ -100,8 +100,9 @@ def paimon_definitions(specs: Sequence[PaimonTableSpec], *, warehouse: str | Non
             ``dg.EnvVar``); or pass ``catalog``, a ``PaimonCatalogResource`` of your own.
         assets: your own assets of declared tables (e.g. from ``paimon_asset``) and any others
             to include; a spec whose asset key is among them gets no generated asset.
-        executor: the executor of the ingestion jobs (default in-process: a run writes one
-            partition, and a process per step would cost more than most writes).
+        executor: the executor of the ingestion jobs and of materializations launched from the
+            asset pages (default in-process: a run writes one partition, and a process per step
+            would cost more than most writes).
         resources: further resources your source functions ask for by parameter name.
         declared_in: the file the specs come from (shown as the assets' code reference).
     """
@@ -151,6 +152,9 @@ def paimon_definitions(specs: Sequence[PaimonTableSpec], *, warehouse: str | Non
         assets=[*built, *assets], asset_checks=checks, jobs=[*jobs, *(SHARED_JOBS if specs else ())],
         schedules=schedules, sensors=sensors,
         resources={**paimon_resources_of(catalog), **(resources or {})},
+        # Also the asset page's materializations (the implicit asset job): a partition write is
+        # one step, and a process per step would cost far more than most writes.
+        executor=executor or dg.in_process_executor,
     )
 
 

@@ -85,6 +85,7 @@ def asset_metadata(spec: PaimonTableSpec, *, table_uri: str | None) -> dict[str,
         "dagster/table_name": spec.table,
         "dagster/column_schema": column_schema(spec),
         "paimon/options": dg.MetadataValue.json(spec.table_options()),
+        "paimon/automation": automation_md(spec),
     }
     if spec.primary_key:
         metadata["paimon/primary_key"] = ", ".join(spec.primary_key)
@@ -99,6 +100,33 @@ def asset_metadata(spec: PaimonTableSpec, *, table_uri: str | None) -> dict[str,
     if table_uri:
         metadata["dagster/uri"] = table_uri
     return metadata
+
+
+def automation_md(spec: PaimonTableSpec) -> dg.MetadataValue:
+    """Every sensor and schedule acting on the table, by name: Dagster's asset page lists only
+    those whose jobs contain the asset (ingestion), not those launching the shared compaction
+    and maintenance jobs."""
+    rows = []
+    ingestion = spec.ingestion
+    if ingestion is not None and ingestion.schedule:
+        rows.append((f"ingest_{spec.name}_schedule", "schedule", "each finished partition (stopped by default)"))
+    if ingestion is not None and ingestion.landing is not None and ingestion.landing_sensor:
+        rows.append((f"land_{spec.name}_sensor", "sensor", f"files landing under `{ingestion.landing.path}`"))
+    if ingestion is not None and ingestion.changes_of is not None:
+        rows.append((f"changes_{spec.name}_sensor", "sensor", f"unread changes of {ingestion.changes_of}"))
+    if spec.compaction.sensor:
+        threshold = spec.compaction.level0_threshold
+        rows.append((f"compact_{spec.name}_sensor", "sensor",
+                     f"level 0 reaching {threshold if threshold else 'the compaction trigger'} -> "
+                     f"paimon_{'full_' if spec.compaction.job == 'full' else ''}compaction_job"))
+    if spec.maintenance.expire_cron:
+        rows.append((f"expire_snapshots_{spec.name}", "schedule",
+                     f"`{spec.maintenance.expire_cron}` -> paimon_expire_snapshots_job"))
+    if spec.maintenance.orphans_cron:
+        rows.append((f"remove_orphan_files_{spec.name}", "schedule",
+                     f"`{spec.maintenance.orphans_cron}` -> paimon_remove_orphan_files_job"))
+    lines = ["| automation | kind | acts on |", "|---|---|---|", *(f"| {n} | {k} | {w} |" for n, k, w in rows)]
+    return dg.MetadataValue.md("\n".join(lines) if rows else "(none)")
 
 
 def asset_kinds(spec: PaimonTableSpec) -> set[str]:

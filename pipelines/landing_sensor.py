@@ -1,11 +1,13 @@
 """The sensor that notices files landing for a table's partitions and launches their ingestion.
 
-A tick fingerprints the landed files (paths, sizes, modification stamps: one listing per
-partition, no reads) of the partitions it watches: every key of static partitions, the last
-``lookback`` windows of time partitions. A partition whose fingerprint differs from the one in
-the cursor gets a run of the table's ingestion job; the run key is ``<table>:<key>:<fingerprint>``,
-so one set of files launches one run even if the cursor is reset, and the run (an overwrite of
-the partition, or an upsert) is idempotent anyway. Partitions without files are skipped.
+A tick lists the landing location once (a template with ``{partition}``: every file, grouped by
+the partition its path names; otherwise one listing for each of the last ``lookback``
+partitions) and fingerprints each partition's files (paths, sizes, modification stamps; no
+reads). A partition whose fingerprint differs from the one in the cursor gets a run of the
+table's ingestion job, at most ``MAX_RUNS_PER_TICK`` per tick, newest first; the run key is
+``<table>:<key>:<fingerprint>``, so one set of files launches one run even if the cursor is
+reset, and the run (an overwrite of the partition, or an upsert) is idempotent anyway. Files
+under keys that are not partitions of the asset are ignored.
 """
 
 # No `from __future__ import annotations`: Dagster reads the context annotation as a real type.
@@ -16,6 +18,10 @@ import dagster as dg
 
 from pipelines.spec import PaimonTableSpec
 from pipelines.target import TABLE_TAG
+from resources.landing_location import LandedFile, LandingLocation, files_fingerprint
+from resources.partition_mapping import PartitionMapping
+
+MAX_RUNS_PER_TICK = 50
 
 
 def watched_keys(definition: dg.PartitionsDefinition | None, lookback: int) -> list[str | None]:
@@ -32,6 +38,23 @@ def watched_keys(definition: dg.PartitionsDefinition | None, lookback: int) -> l
     return list(definition.get_partition_keys())
 
 
+def landed_files(landing: LandingLocation, definition: dg.PartitionsDefinition | None,
+                 mapping: PartitionMapping | None, lookback: int) -> dict[str | None, list[LandedFile]]:
+    """The files of each partition that has some, newest partition first."""
+    if definition is not None and "{partition}" in landing.path:
+        grouped = landing.landed_partitions()
+        valid = set(definition.get_partition_keys())
+        ordered = [key for key in reversed(list(definition.get_partition_keys())) if key in grouped and key in valid]
+        return {key: grouped[key] for key in ordered}
+    found: dict[str | None, list[LandedFile]] = {}
+    for key in watched_keys(definition, lookback):
+        values = mapping.values(key) if mapping is not None and key is not None else {}
+        files = landing.files(key, values)
+        if files:
+            found[key] = files
+    return found
+
+
 def landing_sensor(spec: PaimonTableSpec, job_name: str) -> dg.SensorDefinition:
     """``land_<db>_<table>_sensor``: RUNNING by default (it only lists files)."""
     assert spec.ingestion is not None and spec.ingestion.landing is not None
@@ -43,24 +66,25 @@ def landing_sensor(spec: PaimonTableSpec, job_name: str) -> dg.SensorDefinition:
                minimum_interval_seconds=ingestion.sensor_interval_seconds,
                default_status=dg.DefaultSensorStatus.RUNNING,
                description=f"Launch {job_name} for a partition of {spec.table} when files land or change under "
-               f"{landing.path} (watching the last {ingestion.lookback} partition(s)); lists files only.")
+               f"{landing.path}; lists files only.")
     def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
         seen: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
-        requests, current = [], {}
-        for key in watched_keys(definition, ingestion.lookback):
-            values = mapping.values(key) if mapping is not None and key is not None else {}
-            files = landing.files(key, values)
-            if not files:
-                continue
-            fingerprint = landing.fingerprint(key, values)
+        found = landed_files(landing, definition, mapping, ingestion.lookback)
+        requests: list[dg.RunRequest] = []
+        current = dict(seen)
+        for key, files in found.items():
             name = key if key is not None else "-"
+            fingerprint = files_fingerprint(files)[:16]
+            if seen.get(name) == fingerprint:
+                continue
+            if len(requests) == MAX_RUNS_PER_TICK:
+                break
             current[name] = fingerprint
-            if seen.get(name) != fingerprint:
-                requests.append(dg.RunRequest(run_key=f"{spec.table}:{name}:{fingerprint}", partition_key=key,
-                                              tags={TABLE_TAG: spec.table, "paimon/landed-files": str(len(files))}))
+            requests.append(dg.RunRequest(run_key=f"{spec.table}:{name}:{fingerprint}", partition_key=key,
+                                          tags={TABLE_TAG: spec.table, "paimon/landed-files": str(len(files))}))
         if not requests:
-            return dg.SkipReason(f"no new or changed files under {landing.path} for the "
-                                 f"{len(current)} watched partition(s) with files")
+            return dg.SkipReason(f"no new or changed files under {landing.path} ({len(found)} partition(s) with "
+                                 "files, all ingested as they are)")
         return dg.SensorResult(run_requests=requests, cursor=json.dumps(current, sort_keys=True))
 
     return _sensor

@@ -20,6 +20,7 @@ import pyarrow as pa
 import paimon_core as pc
 from paimon_core.catalog import validate_table
 from paimon_core.errors import PaimonError, TableDefinitionError
+from paimon_core.options import TableOptions
 from pipelines.schedule_ticks import checked_cron
 from resources.landing_location import LandingLocation
 from resources.partition_mapping import (
@@ -303,12 +304,14 @@ class PaimonTableSpec:
             raise _fail(table, "columns", "no columns declared")
         try:
             schema = self.arrow_schema()
-            validate_table(table, schema=schema, partition_keys=self.partition_keys,
-                           primary_keys=self.primary_key, options=self.table_options(), comment=self.description)
+            declared = validate_table(table, schema=schema, partition_keys=self.partition_keys,
+                                      primary_keys=self.primary_key, options=self.table_options(),
+                                      comment=self.description)
         except TableDefinitionError:
             raise
         except PaimonError as exc:
             raise TableDefinitionError(f"table {table}: {exc}") from None
+        self._validate_threshold(declared.table_options())
         if any(not part for part in self.asset_key):
             raise _fail(table, "asset_key", f"{list(self.asset_key)} has an empty part")
         self._validate_partitions()
@@ -402,6 +405,18 @@ class PaimonTableSpec:
         if ingestion.schedule and not isinstance(self.partitions_def(), dg.TimeWindowPartitionsDefinition):
             raise _fail(table, "ingestion.schedule", "a schedule materializes time partitions as they end; the "
                         f"asset has {self.partitions.kind} partitions")
+
+    def _validate_threshold(self, options: TableOptions) -> None:
+        """A sensor threshold below the picker's trigger would launch runs that find nothing to do."""
+        threshold = self.compaction.level0_threshold
+        if threshold is None:
+            return
+        trigger, name = ((options.sorted_run_compaction_trigger, "num-sorted-run.compaction-trigger")
+                         if self.primary_key else (options.compaction_min_file_num, "compaction.min.file-num"))
+        if threshold < trigger:
+            raise _fail(self.table, "compaction.level0_threshold",
+                        f"{threshold} is below the table's compaction trigger {trigger} ({name}), so the runs it "
+                        f"launches would find nothing to compact; set the option {name} to {threshold} instead")
 
     def _validate_compaction(self) -> None:
         table, compaction = self.table, self.compaction

@@ -184,8 +184,28 @@ class LandingLocation:
         A sensor keeps it as its cursor: it changes when a file lands, is removed or rewritten,
         and stays the same otherwise (also when nothing has landed yet).
         """
-        rows = [[f.path, f.size, f.modified] for f in self.files(partition_key, values)]
-        return hashlib.sha256(json.dumps(rows, separators=(",", ":")).encode()).hexdigest()
+        return files_fingerprint(self.files(partition_key, values))
+
+    def landed_partitions(self) -> dict[str, list[LandedFile]]:
+        """Every partition key with landed files, from one listing of the whole location.
+
+        The template's placeholders become wildcards for the listing, and each file's path is
+        matched back against the template to read its ``{partition}``. Only for templates that
+        name ``{partition}`` (others cannot tell a file's key without the mapping).
+        """
+        if "{partition}" not in self.path:
+            raise LandingError(f"landing.path {self.path!r} has no {{partition}}, so its files cannot be grouped "
+                               "by partition from one listing")
+        pattern = _PLACEHOLDER.sub("*", self.path)
+        pattern = pattern if "://" in pattern else os.path.expanduser(pattern)
+        _, landed = self._list(pattern)
+        shape = template_regex(self.path if "://" in self.path else os.path.expanduser(self.path))
+        grouped: dict[str, list[LandedFile]] = {}
+        for landed_file in landed:
+            match = shape.fullmatch(landed_file.path)
+            if match is not None:
+                grouped.setdefault(match.group("partition"), []).append(landed_file)
+        return grouped
 
     def read(self, partition_key: str | None, schema: pa.Schema, *, table: str,
              values: Mapping[str, str] = _EMPTY, fill: Mapping[str, str] = _EMPTY) -> Iterator[pa.RecordBatch]:
@@ -516,3 +536,28 @@ def _modified(info: Mapping[str, Any]) -> str:
     if isinstance(stamp, int | float):
         return datetime.fromtimestamp(stamp, tz=UTC).isoformat()
     return str(stamp or "")
+
+
+def files_fingerprint(files: Sequence[LandedFile]) -> str:
+    """A stable hash of files' paths, sizes and modification stamps (ETag or mtime)."""
+    rows = [[f.path, f.size, f.modified] for f in sorted(files, key=lambda f: f.path)]
+    return hashlib.sha256(json.dumps(rows, separators=(",", ":")).encode()).hexdigest()
+
+
+def template_regex(template: str) -> re.Pattern[str]:
+    """A regex matching the paths a template (placeholders and globs) can list; ``{partition}``
+    is captured."""
+    parts: list[str] = []
+    position = 0
+    for match in re.finditer(r"\{(\w+)\}|\*\*|\*|\?", template):
+        parts.append(re.escape(template[position:match.start()]))
+        token = match.group(0)
+        if match.group(1) == "partition" and "(?P<partition>" not in "".join(parts):
+            parts.append("(?P<partition>[^/]+)")
+        elif match.group(1):
+            parts.append("[^/]+")
+        else:
+            parts.append({"**": ".*", "*": "[^/]*", "?": "[^/]"}[token])
+        position = match.end()
+    parts.append(re.escape(template[position:]))
+    return re.compile("".join(parts))

@@ -81,8 +81,8 @@ def ensure_dagster_home() -> Path:
     config = home / "dagster.yaml"
     if not config.exists():
         shutil.copyfile(DAGSTER_HOME_TEMPLATE, config)
-    elif COMPACTION_TAG not in config.read_text():
-        print(f"Note: {config} predates the compaction jobs (no run limit on {COMPACTION_TAG}); kept as it "
+    elif COMPACTION_TAG not in config.read_text() or "pools:" not in config.read_text():
+        print(f"Note: {config} predates the compaction jobs or the writers' pools; kept as it "
               f"is. Copy {DAGSTER_HOME_TEMPLATE} over it (or delete it) to get the current settings.\n")
     os.environ["DAGSTER_HOME"] = str(home)
     return home

@@ -4,6 +4,10 @@ Both load the project's ``workspace.yaml`` with a temporary ``DAGSTER_HOME`` (th
 ``dagster_home/dagster.yaml``, optionally with overrides) and a temporary warehouse. Each process
 starts in its own process group (the code servers and run workers they spawn join it), and
 ``stop`` signals the whole group, then kills what is left, so nothing outlives the test.
+
+Everything waits on conditions with generous deadlines (a busy 2-core machine starts the
+webserver, the daemon and the code servers they spawn in well over a minute), and a wait fails
+at once, with the processes' logs, when one of them died.
 """
 
 from __future__ import annotations
@@ -31,6 +35,12 @@ TEMPLATE = REPO_ROOT / "dagster_home" / "dagster.yaml"
 LOCATION = "paimon"
 REPOSITORY = "__repository__"
 FINISHED = {"SUCCESS", "FAILURE", "CANCELED"}
+# Seconds to wait for the webserver, the code location and the daemon to come up.
+START_TIMEOUT_S = 300.0
+# One GraphQL request (the webserver answers slowly while the code location reloads).
+REQUEST_TIMEOUT_S = 60.0
+# Attempts of a GraphQL request that met a connection error or a timeout.
+REQUEST_ATTEMPTS = 3
 
 
 def free_port() -> int:
@@ -57,7 +67,7 @@ class LiveDagster:
 
     # ---- lifecycle ------------------------------------------------------------------------------
 
-    def start(self, *, timeout: float = 120.0) -> None:
+    def start(self, *, timeout: float = START_TIMEOUT_S) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
         (self.home / "dagster.yaml").write_text(yaml.safe_dump(self.config))
         self._create_storage()
@@ -118,13 +128,17 @@ class LiveDagster:
         return "\n".join(f"==== {path.name}\n{path.read_text(errors='replace')[-6000:]}"
                          for path in sorted(self.root.glob("*.log")))
 
+    def check_alive(self) -> None:
+        """Raise (with the logs) when the webserver or the daemon exited."""
+        for process in self.processes:
+            if process.poll() is not None:
+                raise RuntimeError(f"{process.args[0]} exited with {process.returncode}\n{self.logs()}")
+
     def wait_ready(self, timeout: float) -> None:
         """Until the webserver answers, the code location is LOADED and the sensor daemon beats."""
         deadline = time.monotonic() + timeout
         while True:
-            for process in self.processes:
-                if process.poll() is not None:
-                    raise RuntimeError(f"{process.args[0]} exited with {process.returncode}\n{self.logs()}")
+            self.check_alive()
             with contextlib.suppress(OSError, urllib.error.URLError, ValueError, KeyError, TypeError):
                 if self._location_loaded() and self._sensor_daemon_healthy():
                     return
@@ -148,11 +162,20 @@ class LiveDagster:
     # ---- GraphQL --------------------------------------------------------------------------------
 
     def graphql(self, query: str, variables: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The query's data; a connection error or timeout is retried a few times (the webserver
+        of a busy machine sometimes answers late), GraphQL errors are raised at once."""
         body = json.dumps({"query": query, "variables": dict(variables or {})}).encode()
-        request = urllib.request.Request(f"{self.url}/graphql", data=body,
-                                         headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=30) as response:
-            payload = json.loads(response.read())
+        for attempt in range(1, REQUEST_ATTEMPTS + 1):
+            request = urllib.request.Request(f"{self.url}/graphql", data=body,
+                                             headers={"Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT_S) as response:
+                    payload = json.loads(response.read())
+                break
+            except (urllib.error.URLError, TimeoutError, ConnectionError):
+                self.check_alive()
+                if attempt == REQUEST_ATTEMPTS:
+                    raise
         if payload.get("errors"):
             raise RuntimeError(f"GraphQL errors: {payload['errors']}")
         return dict(payload["data"])
@@ -232,6 +255,18 @@ class LiveDagster:
             raise RuntimeError(f"sensor query failed: {result}")
         return dict(result)
 
+    def wait(self, predicate: Any, *, timeout: float, interval: float = 1.0, what: str = "condition") -> Any:
+        """``wait_for`` that fails at once when a process died, and shows the logs on a timeout."""
+
+        def alive_predicate() -> Any:
+            self.check_alive()
+            return predicate()
+
+        try:
+            return wait_for(alive_predicate, timeout=timeout, interval=interval, what=what)
+        except TimeoutError as exc:
+            raise TimeoutError(f"{exc}\n{self.logs()}") from None
+
     def run_logs(self, run_id: str, *, limit: int = 500) -> list[str]:
         """The messages of a run's event log (for failure reports)."""
         data = self.graphql("""
@@ -258,7 +293,10 @@ def live_dagster(root: Path, *, warehouse: str, env: Mapping[str, str] | None = 
 
 
 def wait_for(predicate: Any, *, timeout: float, interval: float = 1.0, what: str = "condition") -> Any:
-    """Poll ``predicate`` until it returns something truthy; that value is returned."""
+    """Poll ``predicate`` until it returns something truthy; that value is returned.
+
+    The interval is only the polling pace: what is waited for is the condition, up to ``timeout``.
+    """
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()

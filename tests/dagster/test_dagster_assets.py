@@ -12,19 +12,21 @@ import pyarrow.parquet as pq
 import pytest
 
 import paimon_core as pc
-from pipelines.assets import LOG_EVENTS_KEY, RUN_TAGS, log_events, overwrite_day
-from pipelines.checks import log_events_partition_valid, maintenance_asset_checks
-from pipelines.definitions import build_resources
-from pipelines.jobs import ingest_log_events_job
-from pipelines.log_events import SCHEMA, TABLE, TABLE_OPTIONS, synthetic_batches
-from resources import LogEventSource, PaimonWrite
+from pipelines.definitions import load
+from pipelines.demo.log_events import SCHEMA, TABLE, TABLE_OPTIONS, synthetic_batches
+from pipelines.demo.log_source import LogEventSource
+from pipelines.target import TABLE_TAG
+from resources import PaimonWrite, commit_user_for, write_partition
+from tests.dagster.conftest import LOGS_JOB, small_sources
 
 DAY = "2024-01-03"
 OTHER_DAY = "2024-01-04"
+LOGS_KEY = dg.AssetKey(["logs", "events"])
+DATA_CHECK = "partition_valid"
 
 
 def table_of(resources: dict[str, Any]) -> pc.Table:
-    return resources["catalog"].table(TABLE)
+    return resources["paimon_catalog"].table(TABLE)
 
 
 def metadata_of(result: dg.ExecuteInProcessResult) -> dict[str, Any]:
@@ -35,6 +37,21 @@ def metadata_of(result: dg.ExecuteInProcessResult) -> dict[str, Any]:
     return {key: getattr(value, "value", value) for key, value in metadata.items()}
 
 
+def evaluation_of(result: dg.ExecuteInProcessResult, name: str = DATA_CHECK) -> Any:
+    [evaluation] = [e for e in result.get_asset_check_evaluations() if e.check_name == name]
+    return evaluation
+
+
+def step_failure(result: dg.ExecuteInProcessResult) -> str:
+    failure = next(e for e in result.all_events if e.is_step_failure)
+    assert failure.step_failure_data is not None and failure.step_failure_data.error is not None
+    return str(failure.step_failure_data.error.message)
+
+
+def retries_of(result: dg.ExecuteInProcessResult) -> int:
+    return sum(1 for e in result.all_events if e.event_type == dg.DagsterEventType.STEP_RESTARTED)
+
+
 def expected_rows(resources: dict[str, Any], day: str) -> pa.Table:
     source: LogEventSource = resources["log_source"]
     return pa.Table.from_batches(synthetic_batches(day, rows=source.rows_per_partition,
@@ -43,6 +60,19 @@ def expected_rows(resources: dict[str, Any], day: str) -> pa.Table:
 
 def day_rows(table: pc.Table, day: str) -> pa.Table:
     return table.read(filter=[("dt", "=", day)]).sort_by([("ts", "ascending"), ("message", "ascending")])
+
+
+def landing_defs(warehouse: str, landing: Path) -> dg.Definitions:
+    """The demo's definitions with the log source reading ``landing``."""
+    return load(warehouse, **small_sources(log_source=LogEventSource(mode="landing", landing_dir=str(landing))))
+
+
+def logs_asset(defs: dg.Definitions) -> dg.AssetsDefinition:
+    """The asset as the definitions resolve it: its resources (the definitions') bound to it."""
+    return defs.resolve_assets_def(LOGS_KEY)
+
+
+# ---- materializing days ---------------------------------------------------------------------
 
 
 def test_rematerializing_a_day_replaces_it(materialize_day: Any, resources: dict[str, Any]) -> None:
@@ -56,7 +86,8 @@ def test_rematerializing_a_day_replaces_it(materialize_day: Any, resources: dict
     snapshots = table.snapshots()
     assert [s.commit_kind for s in snapshots] == ["OVERWRITE", "OVERWRITE"]
     assert snapshots[-1].total_record_count == rows.num_rows
-    assert metadata_of(second)["snapshot_id"] == snapshots[-1].id
+    assert metadata_of(second)["paimon/ingest/snapshot_id"] == snapshots[-1].id
+    assert metadata_of(second)["paimon/ingest/reused_commit"] is False  # another run writes again
 
 
 def test_two_days_are_both_kept(materialize_day: Any, resources: dict[str, Any],
@@ -68,7 +99,7 @@ def test_two_days_are_both_kept(materialize_day: Any, resources: dict[str, Any],
     per_day = table.read(["dt"]).group_by("dt").aggregate([("dt", "count")]).sort_by("dt").to_pylist()
     rows = resources["log_source"].rows_per_partition
     assert per_day == [{"dt": DAY, "dt_count": rows}, {"dt": OTHER_DAY, "dt_count": rows}]
-    assert instance.get_materialized_partitions(LOG_EVENTS_KEY) == {DAY, OTHER_DAY}
+    assert instance.get_materialized_partitions(LOGS_KEY) == {DAY, OTHER_DAY}
 
 
 def test_materialization_metadata(materialize_day: Any, resources: dict[str, Any]) -> None:
@@ -79,74 +110,95 @@ def test_materialization_metadata(materialize_day: Any, resources: dict[str, Any
     table = table_of(resources)
     rows = resources["log_source"].rows_per_partition
     day_files = [f for f in table.files() if f.partition == f"dt={DAY}"]
-    assert metadata["rows_written"] == rows
+    assert metadata["paimon/ingest/rows_written"] == rows
     assert metadata["dagster/partition_row_count"] == rows
-    assert metadata["dagster/row_count"] == 2 * rows
-    assert metadata["files"] == len(day_files) >= 1
-    assert metadata["snapshot_id"] == table.latest_snapshot().id == 2
-    assert metadata["commit_kind"] == "OVERWRITE"
-    assert metadata["table_uri"] == metadata["dagster/uri"] == table.uri
+    assert metadata["dagster/row_count"] == 2 * rows  # an append table: the manifests count it exactly
+    assert metadata["paimon/ingest/files"] == len(day_files) >= 1
+    assert metadata["paimon/ingest/snapshot_id"] == table.latest_snapshot().id == 2
+    assert metadata["paimon/ingest/commit_kind"] == "OVERWRITE"
+    assert metadata["paimon/ingest/mode"] == "overwrite"
+    assert metadata["paimon/ingest/commits"] == 1
+    assert metadata["paimon/ingest/reused_commit"] is False
+    assert metadata["dagster/uri"] == table.uri
     assert metadata["dagster/table_name"] == TABLE
+    assert not any(key.startswith("paimon/ingest/inserts") for key in metadata)  # no row-kind column
     schema = metadata["dagster/column_schema"]
     assert [(c.name, c.type) for c in schema.columns] == [(f.name, str(f.type)) for f in SCHEMA]
 
 
-def test_commit_records_run_and_partition(materialize_day: Any, resources: dict[str, Any]) -> None:
+def test_commit_records_run_asset_and_partition(materialize_day: Any, resources: dict[str, Any]) -> None:
     result = materialize_day(DAY)
 
     snapshot = table_of(resources).latest_snapshot()
-    assert snapshot.commit_user == f"dagster-{result.run_id}"
-    assert snapshot.commit_identifier == 20240103
+    assert snapshot.commit_user == commit_user_for(result.run_id, "logs/events", DAY)
+    assert snapshot.commit_user == f"dagster:{result.run_id}:logs/events:{DAY}"
+    assert snapshot.commit_identifier == 1
     assert snapshot.properties["dagster.run_id"] == result.run_id
     assert snapshot.properties["dagster.partition"] == DAY
-    assert result.dagster_run.tags.items() >= RUN_TAGS.items()
+    assert snapshot.properties["dagster.asset_key"] == "logs/events"
+    assert snapshot.properties["dagster.write_mode"] == "overwrite"
 
 
-def test_job_run_is_tagged_and_writes_the_day(resources: dict[str, Any],
-                                              instance: dg.DagsterInstance) -> None:
-    job_defs = dg.Definitions(assets=[log_events], asset_checks=[log_events_partition_valid, *maintenance_asset_checks],
-                              jobs=[ingest_log_events_job], resources=resources)  # the job leaves one out by key
+def test_job_run_is_tagged_and_writes_the_day(run_job: Any, resources: dict[str, Any]) -> None:
+    result = run_job(LOGS_JOB, DAY)
 
-    result = job_defs.resolve_job_def("ingest_log_events_job").execute_in_process(
-        partition_key=DAY, instance=instance)
-
-    assert result.dagster_run.tags["paimon/table"] == TABLE
+    assert result.dagster_run.tags[TABLE_TAG] == TABLE
     assert result.dagster_run.tags["dagster/partition"] == DAY
     assert table_of(resources).read(["dt"]).num_rows == resources["log_source"].rows_per_partition
     evaluations = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
-    assert evaluations["log_events_partition_valid"] and "no_orphan_files" not in evaluations
+    assert evaluations == {DATA_CHECK: True, "level0_below_stop_trigger": True, "small_files": True,
+                           "snapshots_within_retention": True}  # no_orphan_files runs with the cleanup job
+
+
+def test_a_step_that_materializes_the_asset_directly_uses_the_tables_pool(
+        resources: dict[str, Any], demo_defs: dg.Definitions, instance: dg.DagsterInstance) -> None:
+    """Outside the job (dg.materialize, the asset page), the step still writes exactly the day."""
+    result = dg.materialize([logs_asset(demo_defs)], partition_key=DAY, instance=instance)
+
+    assert result.success
+    assert logs_asset(demo_defs).op.pool == f"paimon-write/{TABLE}"
+    assert day_rows(table_of(resources), DAY).num_rows == resources["log_source"].rows_per_partition
 
 
 def test_retried_commit_in_the_same_run_is_not_applied_twice(resources: dict[str, Any]) -> None:
-    catalog = resources["catalog"]
+    catalog = resources["paimon_catalog"]
     table = catalog.ensure_table(TABLE, schema=SCHEMA, partition_keys=["dt"], options=TABLE_OPTIONS)
+    user = commit_user_for("run-1", "logs/events", DAY)
 
-    first = overwrite_day(table, synthetic_batches(DAY, rows=100), day=DAY, run_id="run-1")
+    first = write_partition(table, synthetic_batches(DAY, rows=100), mode="overwrite", partition={"dt": DAY},
+                            commit_user=user)
 
     def must_not_be_read() -> Iterator[pa.RecordBatch]:
         raise AssertionError("a retried step must not regenerate an already committed day")
         yield  # pragma: no cover
 
-    retry = overwrite_day(table, must_not_be_read(), day=DAY, run_id="run-1")
+    retry = write_partition(table, must_not_be_read(), mode="overwrite", partition={"dt": DAY}, commit_user=user)
+    rerun = write_partition(table, synthetic_batches(DAY, rows=100), mode="overwrite", partition={"dt": DAY},
+                            commit_user=commit_user_for("run-2", "logs/events", DAY))
 
-    assert isinstance(first, PaimonWrite)
-    assert retry.snapshot_id == first.snapshot_id and retry.rows_written == 100
-    assert len(table.snapshots()) == 1
+    assert isinstance(first, PaimonWrite) and not first.reused and first.rows_written == 100
+    assert retry.reused and retry.snapshot_id == first.snapshot_id and retry.rows_written == 0
+    assert first.snapshot_id is not None and rerun.snapshot_id == first.snapshot_id + 1  # another run replaces
+    assert len(table.snapshots()) == 2
     assert table.read(["dt"]).num_rows == 100
 
 
+# ---- reading it back ------------------------------------------------------------------------
+
+
 def test_downstream_asset_loads_the_partition(materialize_day: Any, resources: dict[str, Any],
-                                              instance: dg.DagsterInstance) -> None:
+                                              demo_defs: dg.Definitions, instance: dg.DagsterInstance) -> None:
     materialize_day(DAY)
     materialize_day(OTHER_DAY)
+    logs = logs_asset(demo_defs)
 
-    @dg.asset(partitions_def=log_events.partitions_def,
-              ins={"events": dg.AssetIn(key=LOG_EVENTS_KEY, metadata={"columns": ["dt", "level"]})})
+    @dg.asset(partitions_def=logs.partitions_def,
+              ins={"events": dg.AssetIn(key=LOGS_KEY, metadata={"columns": ["dt", "level"]})})
     def errors_per_day(events: pa.Table) -> int:
         return pac.sum(pac.equal(events["level"], "ERROR")).as_py() or 0
 
-    result = dg.materialize([log_events, errors_per_day], selection=[errors_per_day],
-                            partition_key=DAY, resources=resources, instance=instance)
+    result = dg.materialize([logs, errors_per_day], selection=[errors_per_day], partition_key=DAY,
+                            resources={"io_manager": dg.mem_io_manager}, instance=instance)
 
     expected = expected_rows(resources, DAY)
     assert result.output_for_node("errors_per_day") == pac.sum(
@@ -154,18 +206,19 @@ def test_downstream_asset_loads_the_partition(materialize_day: Any, resources: d
 
 
 def test_io_manager_returns_only_the_requested_partition_and_columns(
-        materialize_day: Any, resources: dict[str, Any], instance: dg.DagsterInstance) -> None:
+        materialize_day: Any, resources: dict[str, Any], demo_defs: dg.Definitions,
+        instance: dg.DagsterInstance) -> None:
     materialize_day(DAY)
     materialize_day(OTHER_DAY)
     seen: dict[str, pa.Table] = {}
+    logs = logs_asset(demo_defs)
 
-    @dg.asset(partitions_def=log_events.partitions_def,
-              ins={"events": dg.AssetIn(key=LOG_EVENTS_KEY, metadata={"columns": ["dt", "ts"]})})
+    @dg.asset(partitions_def=logs.partitions_def,
+              ins={"events": dg.AssetIn(key=LOGS_KEY, metadata={"columns": ["dt", "ts"]})})
     def sink(events: pa.Table) -> None:
         seen["events"] = events
 
-    dg.materialize([log_events, sink], selection=[sink], partition_key=OTHER_DAY,
-                   resources=resources, instance=instance)
+    dg.materialize([logs, sink], selection=[sink], partition_key=OTHER_DAY, instance=instance)
 
     events = seen["events"]
     assert events.schema.names == ["dt", "ts"]
@@ -173,14 +226,28 @@ def test_io_manager_returns_only_the_requested_partition_and_columns(
     assert pac.unique(events["dt"]).to_pylist() == [OTHER_DAY]
 
 
+# ---- checks ---------------------------------------------------------------------------------
+
+
 def test_asset_check_passes_on_a_written_partition(materialize_day: Any) -> None:
     result = materialize_day(DAY)
 
-    [evaluation] = result.get_asset_check_evaluations()
-    assert evaluation.check_name == "log_events_partition_valid"
+    evaluation = evaluation_of(result)
     assert evaluation.passed
     assert evaluation.metadata["null_ts"].value == 0
-    assert evaluation.metadata["rows"].value > 0
+    assert evaluation.metadata["rows"].value == 1_500
+
+
+def test_the_lsm_checks_see_the_written_partition(materialize_day: Any) -> None:
+    result = materialize_day(DAY)
+
+    level0 = evaluation_of(result, "level0_below_stop_trigger")
+    assert level0.passed
+    assert level0.metadata["max_level0_files"].value == 1  # write-only: the files stay in level 0
+    assert evaluation_of(result, "small_files").metadata["files"].value == 1
+
+
+# ---- landing mode ---------------------------------------------------------------------------
 
 
 def write_landing_files(root: Path) -> None:
@@ -204,38 +271,49 @@ def write_landing_files(root: Path) -> None:
     (root / DAY / "_SUCCESS").write_text("")
 
 
-def test_landing_mode_ingests_parquet_and_jsonl(materialize_day: Any, warehouse: str,
-                                                tmp_path: Path) -> None:
+def test_landing_mode_ingests_parquet_and_jsonl(materialize_day: Any, warehouse: str, tmp_path: Path) -> None:
     landing = tmp_path / "landing"
     write_landing_files(landing)
-    resources = build_resources(warehouse=warehouse,
-                                log_source=LogEventSource(mode="landing", landing_dir=str(landing)))
+    defs = landing_defs(warehouse, landing)
 
-    result = materialize_day(DAY, resources=resources)
+    result = materialize_day(DAY, defs=defs)
 
-    rows = table_of(resources).read(filter=[("dt", "=", DAY)]).sort_by("ts").to_pylist()
+    rows = table_of(dict(defs.resources or {})).read(filter=[("dt", "=", DAY)]).sort_by("ts").to_pylist()
     assert [r["level"] for r in rows] == ["INFO", "ERROR", "WARN", "DEBUG"]
     assert [r["user_id"] for r in rows] == [7, None, 42, None]
     assert [r["latency_ms"] for r in rows] == [12.5, 900.0, 310.0, 1.5]
     assert str(rows[2]["ts"]) == "2024-01-03 10:00:00.250000"
     assert {r["dt"] for r in rows} == {DAY}
-    assert metadata_of(result)["rows_written"] == 4
-    assert result.get_asset_check_evaluations()[0].passed
+    assert metadata_of(result)["paimon/ingest/rows_written"] == 4
+    assert evaluation_of(result).passed
 
 
-def test_check_fails_on_events_without_timestamp(materialize_day: Any, warehouse: str,
-                                                 tmp_path: Path) -> None:
+def test_landing_mode_rematerializing_a_day_is_idempotent(materialize_day: Any, warehouse: str,
+                                                          tmp_path: Path) -> None:
+    landing = tmp_path / "landing"
+    write_landing_files(landing)
+    defs = landing_defs(warehouse, landing)
+
+    materialize_day(DAY, defs=defs)
+    materialize_day(DAY, defs=defs)
+
+    table = table_of(dict(defs.resources or {}))
+    assert table.read(["dt"]).num_rows == 4
+    assert [s.commit_kind for s in table.snapshots()] == ["OVERWRITE", "OVERWRITE"]
+
+
+def test_check_fails_on_events_without_timestamp(materialize_day: Any, warehouse: str, tmp_path: Path) -> None:
     landing = tmp_path / "landing"
     (landing / DAY).mkdir(parents=True)
     (landing / DAY / "events.jsonl").write_text(json.dumps({"level": "INFO", "message": "no ts"}) + "\n")
-    resources = build_resources(warehouse=warehouse,
-                                log_source=LogEventSource(mode="landing", landing_dir=str(landing)))
 
-    result = materialize_day(DAY, resources=resources, raise_on_error=False)
+    result = materialize_day(DAY, defs=landing_defs(warehouse, landing), raise_on_error=False)
 
-    [evaluation] = result.get_asset_check_evaluations()
+    evaluation = evaluation_of(result)
     assert not evaluation.passed
     assert evaluation.metadata["null_ts"].value == 1
+    assert not result.success  # the data check is blocking
+    assert "1 null ts" in (evaluation.description or "")
 
 
 def test_missing_landing_day_fails_and_keeps_the_table(materialize_day: Any, warehouse: str,
@@ -243,13 +321,31 @@ def test_missing_landing_day_fails_and_keeps_the_table(materialize_day: Any, war
     materialize_day(DAY)
     landing = tmp_path / "landing"
     landing.mkdir()
-    resources = build_resources(warehouse=warehouse,
-                                log_source=LogEventSource(mode="landing", landing_dir=str(landing)))
+    defs = landing_defs(warehouse, landing)
 
-    result = materialize_day(DAY, resources=resources, raise_on_error=False)
+    result = materialize_day(DAY, defs=defs, raise_on_error=False)
 
     assert not result.success
-    assert len(table_of(resources).snapshots()) == 1
+    assert "no Parquet or JSON-lines files for 2024-01-03" in step_failure(result)
+    assert retries_of(result) == 0  # bad input is not retried
+    assert len(table_of(dict(defs.resources or {})).snapshots()) == 1
+
+
+def test_a_misconfigured_landing_source_fails_before_writing(materialize_day: Any, warehouse: str,
+                                                             tmp_path: Path) -> None:
+    pytest.xfail("pipelines/demo/daily_source.py: DailySource.landing_path raises dg.Failure without "
+                 "allow_retries=False, so the step is retried 3 times (about 35 s of backoff) and fails with "
+                 "'Exceeded max_retries of 3' instead of the missing folder")
+    result = materialize_day(DAY, defs=landing_defs(warehouse, tmp_path / "nope"), raise_on_error=False)
+
+    assert not result.success
+    assert "does not exist" in step_failure(result)
+    assert retries_of(result) == 0
+    catalog = pc.Catalog(warehouse)
+    assert not catalog.table_exists(TABLE) or catalog.get_table(TABLE).latest_snapshot() is None
+
+
+# ---- the IO manager ---------------------------------------------------------------------------
 
 
 def test_nothing_is_pickled(materialize_day: Any, instance: dg.DagsterInstance) -> None:
@@ -261,10 +357,19 @@ def test_nothing_is_pickled(materialize_day: Any, instance: dg.DagsterInstance) 
     assert stored == []  # the default fs_io_manager would have pickled to logs/events/<partition>
 
 
-@pytest.mark.parametrize("obj", [pa.table({"a": [1]}), {"rows": 1}])
-def test_io_manager_refuses_to_store_data(resources: dict[str, Any], obj: object) -> None:
+@pytest.mark.parametrize(("obj", "message"), [
+    ({"rows": 1}, "cannot write a dict to table logs.events"),
+    (pa.table({"a": [1]}), "writing logs.events failed"),
+])
+def test_io_manager_refuses_what_does_not_fit_and_commits_nothing(
+        materialize_day: Any, resources: dict[str, Any], demo_defs: dg.Definitions, obj: object,
+        message: str) -> None:
+    materialize_day(DAY)
     manager = resources["paimon_io_manager"]
-    context = dg.build_output_context(asset_key=LOG_EVENTS_KEY)
+    context = dg.build_output_context(asset_key=LOGS_KEY, partition_key=DAY,
+                                      asset_partitions_def=logs_asset(demo_defs).partitions_def)
 
-    with pytest.raises(dg.DagsterInvariantViolationError, match="does not write data"):
+    with pytest.raises(dg.Failure, match=message):
         manager.handle_output(context, obj)
+
+    assert len(table_of(resources).snapshots()) == 1

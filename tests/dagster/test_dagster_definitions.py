@@ -1,83 +1,232 @@
-"""The code location as Dagster loads it: definitions, job, schedule, instance config, workspace."""
+"""The code location as Dagster loads it: definitions, jobs, schedules, instance config, workspace."""
 
+import dataclasses
 import datetime as dt_
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pytest
 import yaml
 
-from pipelines.assets import LOG_EVENTS_KEY, RUN_TAGS
-from pipelines.definitions import REPO_ROOT, WAREHOUSE_ENV, default_warehouse, defs
-from pipelines.order_assets import ORDERS_KEY, ORDERS_RUN_TAGS, USER_ORDER_TOTALS_KEY
+from paimon_core.errors import TableDefinitionError
+from pipelines.component import TableModel
+from pipelines.definitions import REPO_ROOT, WAREHOUSE_ENV, default_warehouse, defs, load
+from pipelines.factory import SHARED_JOBS, paimon_definitions
+from pipelines.ingestion import POOL_PREFIX
+from pipelines.maintenance_checks import ORPHANS_CHECK, RETENTION_CHECK
+from pipelines.spec import PaimonTableSpec
+from pipelines.target import TABLE_TAG
+from tests.dagster.conftest import LOGS_JOB, ORDERS_JOB, TOTALS_JOB, small_sources
 
 TEMPLATE = REPO_ROOT / "dagster_home" / "dagster.yaml"
+DECLARATION = REPO_ROOT / "pipelines" / "demo" / "defs" / "tables" / "defs.yaml"
+SOURCES = REPO_ROOT / "pipelines" / "demo" / "sources.py"
+LOGS_KEY = dg.AssetKey(["logs", "events"])
+ORDERS_KEY = dg.AssetKey(["shop", "orders"])
+TOTALS_KEY = dg.AssetKey(["shop", "user_order_totals"])
+REVENUE_KEY = dg.AssetKey(["shop", "order_revenue_by_status"])
+REVENUE_JOB = "ingest_shop_order_revenue_by_status_job"
+# table -> (asset key, ingestion job)
+TABLES = {
+    "logs.events": (LOGS_KEY, LOGS_JOB),
+    "shop.orders": (ORDERS_KEY, ORDERS_JOB),
+    "shop.user_order_totals": (TOTALS_KEY, TOTALS_JOB),
+    "shop.order_revenue_by_status": (REVENUE_KEY, REVENUE_JOB),
+}
+LSM_AND_MAINTENANCE_CHECKS = {"level0_below_stop_trigger", "small_files", RETENTION_CHECK, ORPHANS_CHECK}
+
+
+def demo_specs() -> dict[str, PaimonTableSpec]:
+    """The demo's tables as the YAML component declares them (``db.table`` -> spec)."""
+    document = yaml.safe_load(DECLARATION.read_text())
+    return {entry["table"]: TableModel.model_validate(entry).spec() for entry in document["attributes"]["tables"]}
+
+
+def asset_spec(definitions: dg.Definitions, key: dg.AssetKey) -> dg.AssetSpec:
+    [spec] = [s for s in definitions.resolve_all_asset_specs() if s.key == key]
+    return spec
+
+
+def plain(value: Any) -> Any:
+    return getattr(value, "value", value)
+
+
+# ---- the assets -----------------------------------------------------------------------------
 
 
 def test_definitions_load() -> None:
     dg.Definitions.validate_loadable(defs)
 
-    assets = defs.resolve_asset_graph()
-    assert assets.get(LOG_EVENTS_KEY).partitions_def.get_first_partition_key() == "2024-01-01"
-    assert {"catalog", "log_source", "order_source", "paimon_io_manager"} <= set(defs.resources)
+    graph = defs.resolve_asset_graph()
+    assert graph.get(LOGS_KEY).partitions_def.get_first_partition_key() == "2024-01-01"
+    assert graph.get(LOGS_KEY).partitions_def.get_last_partition_key() == "2024-01-05"  # end is exclusive
+    assert {"paimon_catalog", "paimon_io_manager", "log_source", "order_source"} <= set(defs.resources or {})
+    assert {spec.key for spec in defs.resolve_all_asset_specs()} == {key for key, _ in TABLES.values()}
 
 
 def test_shop_assets_are_daily_and_grouped() -> None:
     graph = defs.resolve_asset_graph()
 
-    for key in (ORDERS_KEY, USER_ORDER_TOTALS_KEY):
+    for key in (ORDERS_KEY, TOTALS_KEY):
         assert graph.get(key).partitions_def.get_first_partition_key() == "2024-01-01"
+        assert graph.get(key).partitions_def.get_last_partition_key() == "2024-01-03"
         assert graph.get(key).group_name == "shop"
-    assert graph.get(USER_ORDER_TOTALS_KEY).parent_keys == {ORDERS_KEY}
-    assert "aggregation" in graph.get(USER_ORDER_TOTALS_KEY).description
-    checks = {check.name for check in graph.get_check_keys_for_assets({ORDERS_KEY})}
-    assert checks == {"orders_partition_valid", "level0_below_stop_trigger", "small_files",
-                      "snapshots_within_retention", "no_orphan_files"}
+    assert graph.get(REVENUE_KEY).partitions_def is None  # fed by the changelog, not by days
+    assert graph.get(REVENUE_KEY).group_name == "shop"
+    assert graph.get(LOGS_KEY).group_name == "logs"
+    assert graph.get(TOTALS_KEY).parent_keys == {ORDERS_KEY}
+    assert "aggregation" in (graph.get(TOTALS_KEY).description or "")
 
 
-def test_ingestion_is_an_op_of_the_asset_graph() -> None:
-    [asset] = [a for a in defs.assets or [] if isinstance(a, dg.AssetsDefinition)
-               and LOG_EVENTS_KEY in a.keys]
-
-    assert asset.node_def.name == "logs__events"
-    assert [node.name for node in asset.node_def.node_defs] == ["ingest_log_events"]
-    assert asset.group_names_by_key[LOG_EVENTS_KEY] == "logs"
-
-
-@pytest.mark.parametrize(("job_name", "tags"), [
-    ("ingest_log_events_job", RUN_TAGS),
-    ("ingest_orders_job", ORDERS_RUN_TAGS),
+@pytest.mark.parametrize(("table", "data_check"), [
+    ("logs.events", True), ("shop.orders", True), ("shop.user_order_totals", False),
+    ("shop.order_revenue_by_status", False),
 ])
-def test_job_runs_carry_the_table_tag(job_name: str, tags: dict[str, str]) -> None:
+def test_each_table_has_its_checks(table: str, data_check: bool) -> None:
+    key, _ = TABLES[table]
+
+    checks = {check.name for check in defs.resolve_asset_graph().get_check_keys_for_assets({key})}
+
+    assert checks == LSM_AND_MAINTENANCE_CHECKS | ({"partition_valid"} if data_check else set())
+
+
+def test_ingestion_is_one_op_per_asset_in_the_tables_pool() -> None:
+    graph = defs.resolve_asset_graph()
+
+    for table, (key, _) in TABLES.items():
+        asset = graph.get(key).assets_def
+        assert asset.node_def.name == "__".join(key.path)  # shop__orders, no longer ingest_orders
+        assert isinstance(asset.node_def, dg.OpDefinition)
+        assert asset.op.pool == f"{POOL_PREFIX}{table}" == f"paimon-write/{table}"
+        assert asset.op.tags["paimon/operation"].startswith("ingest-")
+        assert asset.op.retry_policy is not None and asset.op.retry_policy.max_retries == 3
+
+
+def test_column_schema_carries_descriptions_and_the_primary_key() -> None:
+    schema = plain(asset_spec(defs, ORDERS_KEY).metadata["dagster/column_schema"])
+
+    columns = {column.name: column for column in schema.columns}
+    assert list(columns) == ["dt", "order_id", "user_id", "status", "amount", "updated_at", "op"]
+    assert columns["order_id"].type == "BIGINT NOT NULL"
+    assert columns["amount"].type == "DECIMAL(12, 2)"
+    assert columns["order_id"].description == "YYYYMMDD followed by a running number"
+    assert columns["user_id"].description is None
+    assert columns["dt"].constraints.other == ["primary key", "partition key"]
+    assert columns["order_id"].constraints.other == ["primary key"]
+    assert not columns["order_id"].constraints.nullable
+    assert not columns["order_id"].constraints.unique  # part of a two-column key
+    assert columns["status"].constraints.other == [] and columns["status"].constraints.nullable
+    assert schema.constraints is not None
+    assert schema.constraints.other == ["PRIMARY KEY (dt, order_id)"]
+
+    logs = plain(asset_spec(defs, LOGS_KEY).metadata["dagster/column_schema"])
+    assert not (logs.constraints and logs.constraints.other)  # an append table has no key
+    assert logs.columns[-1].constraints.other == ["partition key"]
+    assert [(c.name, c.type) for c in logs.columns][:2] == [("ts", "TIMESTAMP(6)"), ("level", "STRING")]
+    assert logs.columns[0].description == "When the event happened (UTC)"
+
+
+def test_assets_name_their_table_uri_kinds_and_owners(tmp_path: Path) -> None:
+    warehouse = tmp_path / "warehouse"
+    loaded = load(str(warehouse))
+
+    for table, (key, _) in TABLES.items():
+        spec = asset_spec(loaded, key)
+        database, name = table.split(".")
+        assert plain(spec.metadata["dagster/table_name"]) == table
+        assert plain(spec.metadata["paimon/table"]) == table
+        assert plain(spec.metadata["dagster/uri"]) == (warehouse / f"{database}.db" / name).as_uri()
+        assert spec.kinds == {"paimon", "parquet", "table"}
+    assert asset_spec(loaded, LOGS_KEY).owners == ["team:platform"]
+    assert asset_spec(loaded, ORDERS_KEY).owners == ["team:shop"]
+    assert asset_spec(loaded, TOTALS_KEY).owners == []
+    assert not warehouse.exists(), "loading the definitions writes nothing"
+
+
+def test_assets_carry_the_write_mode_options_and_consumers() -> None:
+    orders = asset_spec(defs, ORDERS_KEY).metadata
+
+    assert plain(orders["paimon/write_mode"]) == "upsert"
+    assert plain(orders["paimon/primary_key"]) == "dt, order_id"
+    assert plain(orders["paimon/partition_keys"]) == "dt"
+    assert plain(orders["paimon/consumers"]) == "order_revenue_by_status"
+    assert plain(orders["paimon/options"])["write-only"] == "true"  # compacted by the sensor's jobs
+    assert plain(orders["paimon/options"])["changelog-producer"] == "full-compaction"
+    assert plain(asset_spec(defs, LOGS_KEY).metadata["paimon/write_mode"]) == "overwrite"
+    assert plain(asset_spec(defs, REVENUE_KEY).metadata["paimon/write_mode"]) == "append"
+
+
+@pytest.mark.parametrize(("key", "function", "line"), [
+    (LOGS_KEY, "log_events", "def log_events("),
+    (ORDERS_KEY, "order_changes", "def order_changes("),
+    (TOTALS_KEY, "user_totals", "def user_totals("),
+])
+def test_code_references_point_at_the_declaration_and_the_source(key: dg.AssetKey, function: str,
+                                                                line: str) -> None:
+    references = plain(asset_spec(defs, key).metadata["dagster/code_references"]).code_references
+
+    labelled = {reference.label: reference for reference in references if reference.label}
+    declaration = labelled[f"{'.'.join(key.path)} declaration"]
+    source = labelled[f"{function} (source)"]
+    assert Path(declaration.file_path) == DECLARATION
+    assert Path(source.file_path) == SOURCES
+    assert SOURCES.read_text().splitlines()[source.line_number - 1].startswith(line)
+    # Dagster's components add the YAML file's own reference (its `type:` line).
+    assert {Path(r.file_path) for r in references if not r.label} <= {DECLARATION}
+
+
+# ---- jobs, schedules, sensors -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("table", list(TABLES))
+def test_ingestion_jobs_are_tagged_in_process_and_select_their_asset(table: str) -> None:
+    key, job_name = TABLES[table]
+
     job = defs.resolve_job_def(job_name)
 
-    assert job.tags.items() >= tags.items()
-    assert job.partitions_def is not None
+    assert job.tags[TABLE_TAG] == table
+    assert job.executor_def is dg.in_process_executor
+    assert set(job.asset_layer.selected_asset_keys) == {key}
+    assert (job.partitions_def is not None) == (key != REVENUE_KEY)
 
 
-def test_orders_job_selects_both_shop_assets() -> None:
-    job = defs.resolve_job_def("ingest_orders_job")
+@pytest.mark.parametrize("table", list(TABLES))
+def test_ingestion_runs_leave_the_orphan_listing_to_the_cleanup_job(table: str) -> None:
+    """no_orphan_files lists the whole table (costly on S3): not after every ingestion."""
+    _, job_name = TABLES[table]
 
-    assert set(job.asset_layer.selected_asset_keys) == {ORDERS_KEY, USER_ORDER_TOTALS_KEY}
+    checks = {key.name for key in defs.resolve_job_def(job_name).asset_layer.asset_graph.asset_check_keys}
+
+    assert RETENTION_CHECK in checks and ORPHANS_CHECK not in checks
 
 
-@pytest.mark.parametrize(("name", "job_name", "tags", "cron"), [
-    ("ingest_log_events_daily", "ingest_log_events_job", RUN_TAGS, "0 1 * * *"),
-    ("ingest_orders_daily", "ingest_orders_job", ORDERS_RUN_TAGS, "15 1 * * *"),
-])
-def test_schedule_requests_the_previous_day(name: str, job_name: str, tags: dict[str, str], cron: str) -> None:
-    schedule = defs.resolve_schedule_def(name)
+def test_demo_ingestion_has_no_schedules() -> None:
+    """The demo's partitions end where its data ends: its days are materialized by hand or ``make demo``."""
+    names = {schedule.name for schedule in defs.schedules or []}
+
+    assert not {name for name in names if name.startswith("ingest_")}
+
+
+def test_a_scheduled_table_requests_the_day_that_just_ended(tmp_path: Path) -> None:
+    logs = demo_specs()["logs.events"]
+    assert logs.ingestion is not None
+    scheduled = logs.with_options(
+        ingestion=dataclasses.replace(logs.ingestion, schedule=True, schedule_hour=1, schedule_minute=15),
+        partitions=dataclasses.replace(logs.partitions, end=None))
+    definitions = paimon_definitions([scheduled], warehouse=str(tmp_path / "warehouse"), resources=small_sources())
+    schedule = definitions.resolve_schedule_def("ingest_logs_events_schedule")
     tick = dt_.datetime(2024, 3, 5, 1, 15, tzinfo=dt_.UTC)
 
     [request] = schedule.evaluate_tick(dg.build_schedule_context(scheduled_execution_time=tick)).run_requests
 
     assert request.partition_key == "2024-03-04"
-    assert request.tags.items() >= tags.items()
-    assert schedule.job_name == job_name
-    assert schedule.cron_schedule == cron
+    assert request.tags[TABLE_TAG] == "logs.events"
+    assert schedule.job_name == LOGS_JOB
+    assert schedule.cron_schedule == "15 1 * * *"
     assert schedule.default_status == dg.DefaultScheduleStatus.STOPPED
 
 
@@ -89,10 +238,52 @@ def test_maintenance_jobs_have_a_schedule_per_table(job_name: str, operation: st
     job = defs.resolve_job_def(job_name)
 
     assert job.tags["paimon/operation"] == operation
-    for table in ("logs_events", "shop_orders", "shop_order_revenue_by_status"):
-        schedule = defs.resolve_schedule_def(f"{operation.replace('-', '_')}_{table}")
+    for table in TABLES:
+        schedule = defs.resolve_schedule_def(f"{operation.replace('-', '_')}_{table.replace('.', '_')}")
         assert schedule.job_name == job_name
         assert schedule.default_status == dg.DefaultScheduleStatus.RUNNING
+
+
+def test_every_table_has_a_compaction_sensor_and_the_revenue_a_changes_sensor() -> None:
+    sensors = {sensor.name: sensor for sensor in defs.sensors or []}
+
+    assert set(sensors) == {f"compact_{table.replace('.', '_')}_sensor" for table in TABLES} | {
+        "changes_shop_order_revenue_by_status_sensor"}
+    assert {s.default_status for s in sensors.values()} == {dg.DefaultSensorStatus.RUNNING}
+    assert sensors["changes_shop_order_revenue_by_status_sensor"].job_name == REVENUE_JOB
+
+
+# ---- composing definitions ------------------------------------------------------------------
+
+
+def test_two_paimon_definitions_on_one_warehouse_merge(tmp_path: Path, instance: dg.DagsterInstance) -> None:
+    specs = demo_specs()
+    warehouse = str(tmp_path / "warehouse")
+    sources = small_sources()  # user resources both sides define must be the same objects too
+    logs = paimon_definitions([specs["logs.events"]], warehouse=warehouse, resources=sources)
+    shop = paimon_definitions([s for name, s in specs.items() if name != "logs.events"], warehouse=warehouse,
+                              resources=sources)
+
+    merged = dg.Definitions.merge(logs, shop)
+
+    dg.Definitions.validate_loadable(merged)
+    assert {spec.key for spec in merged.resolve_all_asset_specs()} == {key for key, _ in TABLES.values()}
+    jobs = {job.name for job in merged.resolve_all_job_defs()}
+    assert {job_name for _, job_name in TABLES.values()} | {job.name for job in SHARED_JOBS} <= jobs
+    result = merged.resolve_job_def(LOGS_JOB).execute_in_process(partition_key="2024-01-02", instance=instance)
+    assert result.success
+    assert merged.resources is not None
+    assert merged.resources["paimon_catalog"].table("logs.events").read(["dt"]).num_rows > 0
+
+
+def test_a_table_declared_twice_is_refused() -> None:
+    logs = demo_specs()["logs.events"]
+
+    with pytest.raises(TableDefinitionError, match="declare each table once"):
+        paimon_definitions([logs, logs], warehouse="/tmp/unused-warehouse")
+
+
+# ---- instance, environment, workspace -------------------------------------------------------
 
 
 def test_instance_template_limits_one_run_per_table() -> None:
@@ -104,9 +295,20 @@ def test_instance_template_limits_one_run_per_table() -> None:
 
     # One ingestion run and, separately, one compaction run per table at a time.
     assert limits == [{"key": key, "value": {"applyLimitPerUniqueValue": True}, "limit": 1}
-                      for key in ("paimon/table", "paimon/compaction")]
+                      for key in (TABLE_TAG, "paimon/compaction")]
     assert overrides["telemetry"] == {"enabled": False}
     assert overrides["nux"] == {"enabled": False}
+
+
+@pytest.mark.xfail(strict=True, reason="dagster_home/dagster.yaml sets no concurrency.pools.default_limit, so the "
+                   "paimon-write/<table> pools are unlimited (pipelines/ingestion.py promises one slot)")
+def test_instance_template_gives_each_writer_pool_one_slot() -> None:
+    overrides = yaml.safe_load(TEMPLATE.read_text())
+
+    with dg.instance_for_test(overrides=overrides) as instance:
+        pools = instance.get_concurrency_config().pool_config
+
+    assert pools.default_pool_limit == 1
 
 
 @pytest.mark.parametrize(("configured", "expected"), [
@@ -120,25 +322,28 @@ def test_default_warehouse(monkeypatch: pytest.MonkeyPatch, configured: str, exp
     assert default_warehouse() == expected
 
 
-def test_workspace_loads_with_the_cli(tmp_path: Path) -> None:
+def test_load_puts_the_warehouse_variable_back(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv(WAREHOUSE_ENV, "/somewhere/else")
+
+    loaded = load(str(tmp_path / "warehouse"))
+
+    assert os.environ[WAREHOUSE_ENV] == "/somewhere/else"
+    assert plain(asset_spec(loaded, LOGS_KEY).metadata["dagster/uri"]).startswith((tmp_path / "warehouse").as_uri())
+
+
+def validate_workspace(tmp_path: Path) -> subprocess.CompletedProcess[str]:
     home = tmp_path / "dagster_home"
     home.mkdir()
     (home / "dagster.yaml").write_text(TEMPLATE.read_text())
     env = {**os.environ, "DAGSTER_HOME": str(home), WAREHOUSE_ENV: str(tmp_path / "warehouse")}
     dagster = Path(sys.executable).with_name("dagster")
-
-    done = subprocess.run([str(dagster), "definitions", "validate", "-w", "workspace.yaml"],
+    return subprocess.run([str(dagster), "definitions", "validate", "-w", "workspace.yaml"],
                           cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
 
+
+def test_workspace_loads_with_the_cli(tmp_path: Path) -> None:
+    done = validate_workspace(tmp_path)
+
     assert done.returncode == 0, done.stderr
-    assert "paimon" in done.stdout + done.stderr
-
-
-@pytest.mark.parametrize("job_name", ["ingest_log_events_job", "ingest_orders_job"])
-def test_ingestion_runs_leave_the_orphan_listing_to_the_cleanup_job(job_name: str) -> None:
-    """no_orphan_files lists the whole table (costly on S3): not after every ingestion."""
-    from pipelines.definitions import defs as code_location
-    from pipelines.maintenance import ORPHANS_CHECK, RETENTION_CHECK
-
-    checks = {key.name for key in code_location.resolve_job_def(job_name).asset_layer.asset_graph.asset_check_keys}
-    assert RETENTION_CHECK in checks and ORPHANS_CHECK not in checks
+    assert "Validation successful for code location paimon" in done.stdout + done.stderr
+    assert not (tmp_path / "warehouse").exists(), "loading the code location writes nothing"

@@ -10,18 +10,24 @@ import pyarrow as pa
 import pyarrow.compute as pac
 import pyarrow.parquet as pq
 import pytest
+import yaml
 
-from pipelines.log_events import (
+from pipelines.component import TableModel
+from pipelines.definitions import REPO_ROOT
+from pipelines.demo.landing import SourceDataError
+from pipelines.demo.log_events import (
     SCHEMA,
-    SourceDataError,
+    TABLE,
+    TABLE_OPTIONS,
     event_batches,
     landing_batches,
     landing_files,
     synthetic_batches,
 )
-from resources import LogEventSource
+from pipelines.demo.log_source import LogEventSource
 
 DAY = "2024-02-29"
+DECLARATION = REPO_ROOT / "pipelines" / "demo" / "defs" / "tables" / "defs.yaml"
 
 
 def generate(day: str, rows: int, batch_size: int = 1_000) -> pa.Table:
@@ -115,3 +121,14 @@ def test_source_resource_dispatches_and_validates(tmp_path: Path) -> None:
         event_batches(LogEventSource(mode="landing"), DAY)
     with pytest.raises(dg.Failure, match="does not exist"):
         event_batches(LogEventSource(mode="landing", landing_dir=str(tmp_path / "nope")), DAY)
+
+
+def test_the_generator_is_shaped_like_the_declared_table() -> None:
+    """The YAML declares logs.events; the generator and the landing reader shape rows by SCHEMA."""
+    [entry] = [t for t in yaml.safe_load(DECLARATION.read_text())["attributes"]["tables"] if t["table"] == TABLE]
+    spec = TableModel.model_validate(entry).spec()
+
+    assert [(f.name, f.type, f.nullable) for f in spec.arrow_schema()] == [
+        (f.name, f.type, f.nullable) for f in SCHEMA]
+    assert spec.partition_keys == ("dt",)
+    assert spec.table_options() == TABLE_OPTIONS

@@ -5,6 +5,7 @@ What a run should delete comes from the engine's own dry-run plan taken before t
 files the test planted; never from the pipeline code under test.
 """
 
+import dataclasses
 import datetime as dt_
 import os
 import shutil
@@ -16,43 +17,42 @@ from typing import Any
 import dagster as dg
 import pyarrow as pa
 import pytest
+from conftest import JobRunner
 
 import paimon_core as pc
-from pipelines.assets import LOG_EVENTS_KEY
-from pipelines.checks import maintenance_asset_checks
+from paimon_core.errors import TableDefinitionError
 from pipelines.compaction import COMPACTION_JOB, compaction_run_config, compaction_tags
-from pipelines.definitions import defs
-from pipelines.log_events import SCHEMA as LOG_SCHEMA
-from pipelines.log_events import TABLE as LOG_TABLE
-from pipelines.log_events import TABLE_OPTIONS as LOG_OPTIONS
-from pipelines.log_events import synthetic_batches
-from pipelines.lsm import COMPACTED_TABLES, COMPACTION_TAG, CompactedTable, compacted_table
-from pipelines.maintenance import (
-    DEFAULT_EXPIRE_CRON,
-    DEFAULT_ORPHANS_CRON,
-    EXPIRE_CRON_ENV,
-    EXPIRE_JOB,
+from pipelines.demo.log_events import SCHEMA as LOG_SCHEMA
+from pipelines.demo.log_events import TABLE as LOG_TABLE
+from pipelines.demo.log_events import TABLE_OPTIONS as LOG_OPTIONS
+from pipelines.demo.log_events import synthetic_batches
+from pipelines.expiry import EXPIRE_JOB, expire_run_config
+from pipelines.factory import paimon_definitions
+from pipelines.lsm import COMPACTION_TAG
+from pipelines.maintenance import maintenance_tags
+from pipelines.maintenance_checks import (
     ORPHANS_CHECK,
-    ORPHANS_CRON_ENV,
-    ORPHANS_JOB,
     RETENTION_CHECK,
     expire_cron,
-    expire_run_config,
-    maintenance_tags,
     orphans_cron,
     orphans_outcome,
-    orphans_run_config,
     retention_outcome,
-    scheduled_ticks,
 )
+from pipelines.orphans import ORPHANS_JOB, orphans_run_config, writers_running
+from pipelines.schedule_ticks import scheduled_ticks
 from pipelines.sensors import pending_compaction
+from pipelines.spec import Column, Maintenance, PaimonTableSpec, Partitions
+from pipelines.target import DEFAULT_EXPIRE_CRON, DEFAULT_ORPHANS_CRON, TABLE_TAG, TableTarget, declared_targets
 from resources import PaimonCatalogResource
 
 DAY = "2024-01-03"
 COMMITS = 8
 HOUR_MS = 3600 * 1000
 DAY_MS = 24 * HOUR_MS
-SPEC = compacted_table(LOG_TABLE)
+LOG_EVENTS_KEY = dg.AssetKey(["logs", "events"])
+# The demo's tables: each gets both maintenance schedules.
+DEMO_TABLES = ("logs.events", "shop.orders", "shop.user_order_totals", "shop.order_revenue_by_status")
+CUSTOMERS_KEY = dg.AssetKey(["lake", "crm", "customers"])
 
 
 # ---- helpers --------------------------------------------------------------------------------
@@ -60,7 +60,13 @@ SPEC = compacted_table(LOG_TABLE)
 
 @pytest.fixture
 def catalog(resources: dict[str, Any]) -> PaimonCatalogResource:
-    return resources["catalog"]
+    return resources["paimon_catalog"]
+
+
+@pytest.fixture
+def target(demo_defs: dg.Definitions) -> TableTarget:
+    """logs.events as the demo declares it (hourly expiry, cleanup at 03:00)."""
+    return declared_targets(demo_defs)[LOG_TABLE]
 
 
 @pytest.fixture(scope="module")
@@ -81,18 +87,10 @@ def events(template: Path, warehouse: str, catalog: PaimonCatalogResource) -> pc
     return catalog.table(LOG_TABLE)
 
 
-@pytest.fixture
-def job_defs(resources: dict[str, Any]) -> dg.Definitions:
-    """The code location's definitions on the test warehouse."""
-    return dg.Definitions(assets=defs.assets, asset_checks=defs.asset_checks, jobs=defs.jobs,
-                          schedules=defs.schedules, resources=resources)
-
-
-def run(job_defs: dg.Definitions, instance: dg.DagsterInstance, job: str, run_config: dict[str, Any], *,
-        raise_on_error: bool = True) -> dg.ExecuteInProcessResult:
-    """A maintenance run of logs.events, tagged as its schedules tag it."""
-    return job_defs.resolve_job_def(job).execute_in_process(
-        run_config=run_config, instance=instance, raise_on_error=raise_on_error, tags=maintenance_tags(LOG_TABLE))
+def run(run_job: JobRunner, job: str, run_config: dict[str, Any], *, raise_on_error: bool = True,
+        table: str = LOG_TABLE) -> dg.ExecuteInProcessResult:
+    """A maintenance run, tagged as its schedules tag it."""
+    return run_job(job, run_config=run_config, tags=maintenance_tags(table), raise_on_error=raise_on_error)
 
 
 def observations(result: dg.ExecuteInProcessResult) -> list[dg.AssetObservation]:
@@ -101,7 +99,8 @@ def observations(result: dg.ExecuteInProcessResult) -> list[dg.AssetObservation]
 
 
 def plain(metadata: dict[str, Any]) -> dict[str, Any]:
-    return {key: getattr(value, "value", value) for key, value in metadata.items()}
+    """Metadata values by name, the ``paimon/maintenance/`` namespace dropped."""
+    return {key.removeprefix("paimon/maintenance/"): getattr(value, "value", value) for key, value in metadata.items()}
 
 
 def checks(result: dg.ExecuteInProcessResult) -> dict[str, dg.AssetCheckEvaluation]:
@@ -110,7 +109,7 @@ def checks(result: dg.ExecuteInProcessResult) -> dict[str, dg.AssetCheckEvaluati
 
 def plant(table: pc.Table, name: str, *, age_s: float, size: int = 321) -> Path:
     """A stray file in a bucket directory (as a crashed writer leaves one), last modified ``age_s`` ago."""
-    [bucket_dir] = [p for p in Path(table.paths.root).glob("dt=*/bucket-*") if p.is_dir()][:1]
+    [bucket_dir] = [p for p in Path(table.paths.root).glob("*=*/bucket-*") if p.is_dir()][:1]
     path = bucket_dir / name
     path.write_bytes(b"x" * size)
     mtime = time.time() - age_s
@@ -123,10 +122,20 @@ def output_metadata(result: dg.ExecuteInProcessResult, node: str) -> dict[str, A
     return dict(event.step_output_data.metadata)
 
 
-def check_def(name: str) -> dg.AssetChecksDefinition:
-    """The code location's check ``name`` on logs/events."""
-    [found] = [c for c in maintenance_asset_checks if dg.AssetCheckKey(LOG_EVENTS_KEY, name) in c.check_keys]
-    return found
+def check_def(defs: dg.Definitions, name: str, key: dg.AssetKey = LOG_EVENTS_KEY) -> dg.AssetsDefinition:
+    """The check ``name`` of the asset ``key`` in ``defs`` (invoked directly, it evaluates once)."""
+    return defs.resolve_asset_graph().assets_def_for_key(dg.AssetCheckKey(key, name))
+
+
+def step_failure(result: dg.ExecuteInProcessResult) -> str:
+    """The description of the run's one failed step, checked to be a one-line ``dg.Failure``."""
+    assert not result.success
+    [failure] = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    error = failure.event_specific_data.error
+    assert error.cls_name == "Failure", error.message
+    data = failure.event_specific_data.user_failure_data
+    assert data is not None and "\n" not in data.description
+    return str(data.description)
 
 
 def rows(table: pc.Table) -> list[dict[str, Any]]:
@@ -136,13 +145,12 @@ def rows(table: pc.Table) -> list[dict[str, Any]]:
 # ---- the expiry job -------------------------------------------------------------------------
 
 
-def test_expire_job_deletes_what_the_engine_plans(job_defs: dg.Definitions, instance: dg.DagsterInstance,
-                                                  events: pc.Table) -> None:
+def test_expire_job_deletes_what_the_engine_plans(run_job: JobRunner, events: pc.Table, target: TableTarget) -> None:
     expected = events.expire_snapshots(dry_run=True, older_than=int(time.time() * 1000), retain_min=3)
     before = rows(events)
     assert expected.snapshots == tuple(range(1, COMMITS - 2)) and len(expected.data_files) == COMMITS - 3
 
-    result = run(job_defs, instance, EXPIRE_JOB, expire_run_config(LOG_TABLE, older_than="now", retain_min=3))
+    result = run(run_job, EXPIRE_JOB, expire_run_config(target, older_than="now", retain_min=3))
 
     done = result.output_for_node("expire_snapshots")
     assert (done.snapshots, done.data_files, done.metadata_files) == (
@@ -153,7 +161,8 @@ def test_expire_job_deletes_what_the_engine_plans(job_defs: dg.Definitions, inst
     assert rows(events) == before
     [observed] = observations(result)
     meta = plain(observed.metadata)
-    assert observed.asset_key == LOG_EVENTS_KEY
+    assert observed.asset_key == LOG_EVENTS_KEY and observed.partition is None
+    assert meta["table"] == LOG_TABLE
     assert meta["snapshots_expired"] == COMMITS - 3 and meta["expired_snapshots"] == f"1..{COMMITS - 3}"
     assert meta["earliest_snapshot_before"] == 1 and meta["earliest_snapshot_after"] == COMMITS - 2
     assert (meta["snapshots_retained_before"], meta["snapshots_retained_after"]) == (COMMITS, 3)
@@ -162,12 +171,11 @@ def test_expire_job_deletes_what_the_engine_plans(job_defs: dg.Definitions, inst
     assert Path(expected.data_files[0]).name in meta["files"]
     # The retention check is recorded on the asset as of after the run.
     assert checks(result)[RETENTION_CHECK].passed
+    assert checks(result)[RETENTION_CHECK].asset_key == LOG_EVENTS_KEY
 
 
-def test_expire_dry_run_deletes_nothing(job_defs: dg.Definitions, instance: dg.DagsterInstance,
-                                        events: pc.Table) -> None:
-    result = run(job_defs, instance, EXPIRE_JOB,
-                 expire_run_config(LOG_TABLE, dry_run=True, older_than="now", retain_min=2))
+def test_expire_dry_run_deletes_nothing(run_job: JobRunner, events: pc.Table, target: TableTarget) -> None:
+    result = run(run_job, EXPIRE_JOB, expire_run_config(target, dry_run=True, older_than="now", retain_min=2))
 
     plan = result.output_for_node("expire_snapshots")
     assert plan.dry_run and len(plan.snapshots) == COMMITS - 2
@@ -179,9 +187,8 @@ def test_expire_dry_run_deletes_nothing(job_defs: dg.Definitions, instance: dg.D
     assert meta["snapshots_retained_after"] == COMMITS
 
 
-def test_default_retention_keeps_young_snapshots(job_defs: dg.Definitions, instance: dg.DagsterInstance,
-                                                 events: pc.Table) -> None:
-    result = run(job_defs, instance, EXPIRE_JOB, expire_run_config(LOG_TABLE))
+def test_default_retention_keeps_young_snapshots(run_job: JobRunner, events: pc.Table, target: TableTarget) -> None:
+    result = run(run_job, EXPIRE_JOB, expire_run_config(target))
 
     assert result.output_for_node("expire_snapshots").snapshots == ()
     assert len(events.snapshots()) == COMMITS
@@ -189,46 +196,41 @@ def test_default_retention_keeps_young_snapshots(job_defs: dg.Definitions, insta
     assert plain(observed.metadata)["snapshots_expired"] == 0
 
 
-def test_expiry_creates_due_automatic_tags_first(job_defs: dg.Definitions, instance: dg.DagsterInstance,
-                                                 events: pc.Table, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_expiry_creates_due_automatic_tags_first(run_job: JobRunner, events: pc.Table, target: TableTarget,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     events.alter([pc.SetOption("tag.automatic-creation", "process-time")])
     # A day on, today has ended: its tag (its last snapshot) is due. Only the engine's clock moves.
     tomorrow = time.time() + 24 * 3600
     monkeypatch.setattr("paimon_core.table.time", SimpleNamespace(time=lambda: tomorrow, monotonic=time.monotonic))
     today = dt_.datetime.fromtimestamp(tomorrow - 24 * 3600).strftime("%Y-%m-%d")
 
-    result = run(job_defs, instance, EXPIRE_JOB, expire_run_config(LOG_TABLE, older_than="now", retain_min=2))
+    result = run(run_job, EXPIRE_JOB, expire_run_config(target, older_than="now", retain_min=2))
 
     assert [(t.name, t.snapshot_id) for t in events.list_tags()] == [(today, COMMITS)]
     meta = plain(output_metadata(result, "expire_snapshots"))
     assert (meta["automatic_tag_created"], meta["snapshots_expired"]) == (today, COMMITS - 2)
     # A dry run creates no tag either.
     events.delete_tag(today)
-    run(job_defs, instance, EXPIRE_JOB, expire_run_config(LOG_TABLE, dry_run=True))
+    run(run_job, EXPIRE_JOB, expire_run_config(target, dry_run=True))
     assert events.list_tags() == []
 
 
-def test_bad_time_fails_the_run_before_deleting(job_defs: dg.Definitions, instance: dg.DagsterInstance,
-                                                events: pc.Table) -> None:
-    result = run(job_defs, instance, EXPIRE_JOB, expire_run_config(LOG_TABLE, older_than="yesterday"),
-                 raise_on_error=False)
+def test_bad_time_fails_the_run_before_deleting(run_job: JobRunner, events: pc.Table, target: TableTarget) -> None:
+    result = run(run_job, EXPIRE_JOB, expire_run_config(target, older_than="yesterday"), raise_on_error=False)
 
-    assert not result.success
-    [failure] = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
-    assert "'now' or an ISO-8601 time" in failure.event_specific_data.error.message
+    assert "'now' or an ISO-8601 time" in step_failure(result)
     assert len(events.snapshots()) == COMMITS
 
 
 # ---- the orphan-file job --------------------------------------------------------------------
 
 
-def test_orphan_job_removes_a_crash_leftover(job_defs: dg.Definitions, instance: dg.DagsterInstance,
-                                            events: pc.Table) -> None:
+def test_orphan_job_removes_a_crash_leftover(run_job: JobRunner, events: pc.Table, target: TableTarget) -> None:
     stray = plant(events, "data-crashed-writer-0.parquet", age_s=2 * DAY_MS / 1000)
     young = plant(events, "data-in-flight-0.parquet", age_s=60)
     before = rows(events)
 
-    result = run(job_defs, instance, ORPHANS_JOB, orphans_run_config(LOG_TABLE))
+    result = run(run_job, ORPHANS_JOB, orphans_run_config(target))
 
     done = result.output_for_node("remove_orphan_files")
     assert [Path(p).name for p in done.orphans] == [stray.name]
@@ -242,82 +244,177 @@ def test_orphan_job_removes_a_crash_leftover(job_defs: dg.Definitions, instance:
     assert checks(result)[ORPHANS_CHECK].passed
 
 
-def test_orphan_dry_run_deletes_nothing(job_defs: dg.Definitions, instance: dg.DagsterInstance,
-                                        events: pc.Table) -> None:
+def test_orphan_dry_run_deletes_nothing(run_job: JobRunner, events: pc.Table, target: TableTarget) -> None:
     stray = plant(events, "data-crashed-writer-1.parquet", age_s=2 * DAY_MS / 1000)
 
-    result = run(job_defs, instance, ORPHANS_JOB, orphans_run_config(LOG_TABLE, dry_run=True))
+    result = run(run_job, ORPHANS_JOB, orphans_run_config(target, dry_run=True))
 
     assert [Path(p).name for p in result.output_for_node("remove_orphan_files").orphans] == [stray.name]
     assert stray.exists()
     assert not observations(result)
 
 
-def test_recent_window_needs_force_and_no_writer_running(job_defs: dg.Definitions, instance: dg.DagsterInstance,
-                                                         events: pc.Table) -> None:
+@pytest.mark.parametrize("writer_tag", [COMPACTION_TAG, TABLE_TAG], ids=["compaction", "ingestion"])
+def test_recent_window_needs_force_and_no_writer_running(demo_defs: dg.Definitions, instance: dg.DagsterInstance,
+                                                         run_job: JobRunner, events: pc.Table, target: TableTarget,
+                                                         writer_tag: str) -> None:
     stray = plant(events, "data-crashed-writer-2.parquet", age_s=5)
-    now_config = orphans_run_config(LOG_TABLE, older_than="now")
-    refused = run(job_defs, instance, ORPHANS_JOB, now_config, raise_on_error=False)
-    assert not refused.success and stray.exists()
+    refused = run(run_job, ORPHANS_JOB, orphans_run_config(target, older_than="now"), raise_on_error=False)
+    [failure] = [e for e in refused.all_events if e.event_type_value == "STEP_FAILURE"]
+    assert "pass force=True" in str(failure.event_specific_data.error) and stray.exists()
 
-    writer = instance.create_run_for_job(job_defs.resolve_job_def(COMPACTION_JOB),
-                                         run_config=compaction_run_config(LOG_TABLE),
-                                         tags=compaction_tags(LOG_TABLE), status=dg.DagsterRunStatus.STARTED)
-    forced = orphans_run_config(LOG_TABLE, older_than="now", force=True)
-    busy = run(job_defs, instance, ORPHANS_JOB, forced, raise_on_error=False)
-    [failure] = [e for e in busy.all_events if e.event_type_value == "STEP_FAILURE"]
-    assert writer.run_id in failure.event_specific_data.error.message and stray.exists()
+    # A compaction run, or an ingestion run, of the table in progress: its files may be in flight.
+    writer = instance.create_run_for_job(demo_defs.resolve_job_def(COMPACTION_JOB),
+                                         run_config=compaction_run_config(target),
+                                         tags={writer_tag: LOG_TABLE}, status=dg.DagsterRunStatus.STARTED)
+    assert writers_running(instance, LOG_TABLE, own_run_id="another") == [f"{COMPACTION_JOB} ({writer.run_id})"]
+    forced = orphans_run_config(target, older_than="now", force=True)
+    busy = run(run_job, ORPHANS_JOB, forced, raise_on_error=False)
+    description = step_failure(busy)
+    assert writer.run_id in description and LOG_TABLE in description and stray.exists()
 
     instance.report_run_canceled(writer)
-    done = run(job_defs, instance, ORPHANS_JOB, forced)
+    done = run(run_job, ORPHANS_JOB, forced)
     assert [Path(p).name for p in done.output_for_node("remove_orphan_files").orphans] == [stray.name]
     assert not stray.exists() and len(rows(events)) > 0
+
+
+# ---- which table a run works on -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("job", "op"), [(EXPIRE_JOB, "expire_snapshots"), (ORPHANS_JOB, "remove_orphan_files")])
+def test_a_run_naming_only_the_table_needs_its_asset(run_job: JobRunner, events: pc.Table, job: str,
+                                                     op: str) -> None:
+    """Without asset_key the run looks the table up among the code location's assets; an
+    in-process run has no code location, so it fails in one line saying what to give."""
+    bare = run(run_job, job, {"ops": {op: {"config": {"table": LOG_TABLE}}}}, raise_on_error=False)
+
+    description = step_failure(bare)
+    assert f"no asset of this code location declares Paimon table {LOG_TABLE}" in description
+    assert "asset_key" in description
+
+    keyed = run(run_job, job, {"ops": {op: {"config": {"table": LOG_TABLE, "asset_key": ["logs", "events"]}}}})
+    assert keyed.success
+    assert {o.asset_key for o in observations(keyed)} == {LOG_EVENTS_KEY}
+    assert {e.asset_key for e in keyed.get_asset_check_evaluations()} == {LOG_EVENTS_KEY}
+
+
+BAD_NAMES = ["shop.missing", "nodb.events",
+             pytest.param("events", marks=pytest.mark.xfail(
+                 strict=True, reason="pipelines/maintenance.py table_or_none lets InvalidNameError through "
+                 "(a step error with a trace, not a one-line Failure); see the report")),
+             "logs.bad name!"]
+
+
+@pytest.mark.parametrize(("job", "op"), [(EXPIRE_JOB, "expire_snapshots"), (ORPHANS_JOB, "remove_orphan_files")])
+@pytest.mark.parametrize("table", BAD_NAMES)
+def test_a_bad_table_name_fails_the_run_in_one_line(run_job: JobRunner, events: pc.Table, job: str, op: str,
+                                                    table: str) -> None:
+    config = {"ops": {op: {"config": {"table": table, "asset_key": ["logs", "events"]}}}}
+
+    result = run(run_job, job, config, raise_on_error=False, table=table)
+
+    assert f"Paimon table {table}" in step_failure(result)
+    assert len(events.snapshots()) == COMMITS
+
+
+# ---- a table declared with a spec of its own --------------------------------------------------
+
+
+def customers_spec(maintenance: Maintenance | None = None) -> PaimonTableSpec:
+    """crm.customers: an asset key of three parts, days as Paimon values like 20240103."""
+    return PaimonTableSpec(
+        table="crm.customers", asset_key=tuple(CUSTOMERS_KEY.path),
+        columns=(Column("day", "STRING NOT NULL"), Column("id", "BIGINT NOT NULL"), Column("name", "STRING")),
+        primary_key=("day", "id"), partition_keys=("day",), options={"bucket": "1"},
+        partitions=Partitions(kind="daily", start="2024-01-01", end="2024-01-08", mapping={"day": "%Y%m%d"}),
+        maintenance=maintenance or Maintenance(expire_cron="*/10 * * * *", orphans_cron="30 4 * * 0"))
+
+
+def test_maintenance_of_a_table_declared_with_a_spec(warehouse: str, instance: dg.DagsterInstance) -> None:
+    """Its schedules carry its crons and its key; the runs observe that key and judge by those crons."""
+    defs = paimon_definitions([customers_spec()], warehouse=warehouse)
+    catalog = defs.resources["paimon_catalog"]
+    target = declared_targets(defs)["crm.customers"]
+    assert (target.asset_key, target.expire_cron, target.orphans_cron) == (CUSTOMERS_KEY, "*/10 * * * *",
+                                                                           "30 4 * * 0")
+    table = catalog.ensure_table("crm.customers", schema=customers_spec().arrow_schema(), partition_keys=["day"],
+                                 primary_keys=["day", "id"], options={"bucket": "1"})
+    for i in range(4):
+        table.write(pa.table({"day": ["20240103"], "id": [i], "name": [f"c{i}"]}))
+    stray = plant(table, "data-crashed-writer-9.parquet", age_s=10 * DAY_MS / 1000)
+    tick = dt_.datetime(2024, 3, 5, 4, 30, tzinfo=dt_.UTC)
+    runner = JobRunner(defs, instance)
+    for name, job, cron in (("expire_snapshots_crm_customers", EXPIRE_JOB, "*/10 * * * *"),
+                            ("remove_orphan_files_crm_customers", ORPHANS_JOB, "30 4 * * 0")):
+        schedule = defs.resolve_schedule_def(name)
+        assert (schedule.job_name, schedule.cron_schedule) == (job, cron)
+        context = dg.build_schedule_context(scheduled_execution_time=tick, resources={"paimon_catalog": catalog})
+        [request] = schedule.evaluate_tick(context).run_requests
+
+        result = runner(job, run_config=request.run_config, tags=dict(request.tags))
+
+        assert result.success
+        assert [o.asset_key for o in observations(result)] == [CUSTOMERS_KEY]
+        [evaluation] = result.get_asset_check_evaluations()
+        assert evaluation.asset_key == CUSTOMERS_KEY
+        assert evaluation.metadata["schedule"].value == cron
+    assert not stray.exists()
 
 
 # ---- schedules ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("spec", COMPACTED_TABLES, ids=lambda spec: spec.name)
-def test_every_table_has_both_schedules(job_defs: dg.Definitions, catalog: PaimonCatalogResource,
-                                        events: pc.Table, spec: CompactedTable) -> None:
-    if spec.table != LOG_TABLE:
-        catalog.ensure_table(spec.table, schema=LOG_SCHEMA)
+@pytest.mark.parametrize("table", DEMO_TABLES)
+def test_every_table_has_both_schedules(demo_defs: dg.Definitions, catalog: PaimonCatalogResource,
+                                        events: pc.Table, table: str) -> None:
+    targets = declared_targets(demo_defs)
+    assert sorted(targets) == sorted(DEMO_TABLES)
+    target = targets[table]
+    if table != LOG_TABLE:
+        catalog.ensure_table(table, schema=LOG_SCHEMA)
     tick = dt_.datetime(2024, 3, 5, 3, 0, tzinfo=dt_.UTC)
-    expected = [(f"expire_snapshots_{spec.name}", EXPIRE_JOB, DEFAULT_EXPIRE_CRON, expire_run_config(spec.table)),
-                (f"remove_orphan_files_{spec.name}", ORPHANS_JOB, DEFAULT_ORPHANS_CRON,
-                 orphans_run_config(spec.table))]
+    expected = [(f"expire_snapshots_{target.name}", EXPIRE_JOB, DEFAULT_EXPIRE_CRON, expire_run_config(target)),
+                (f"remove_orphan_files_{target.name}", ORPHANS_JOB, DEFAULT_ORPHANS_CRON, orphans_run_config(target))]
     for name, job, cron, run_config in expected:
-        schedule = job_defs.resolve_schedule_def(name)
-        context = dg.build_schedule_context(scheduled_execution_time=tick, resources={"catalog": catalog})
+        schedule = demo_defs.resolve_schedule_def(name)
+        context = dg.build_schedule_context(scheduled_execution_time=tick, resources={"paimon_catalog": catalog})
 
         [request] = schedule.evaluate_tick(context).run_requests
 
         assert (schedule.job_name, schedule.cron_schedule, schedule.execution_timezone) == (job, cron, "UTC")
         assert schedule.default_status == dg.DefaultScheduleStatus.RUNNING
         assert request.run_config == run_config
-        assert request.tags[COMPACTION_TAG] == spec.table
-        assert not run_config["ops"][next(iter(run_config["ops"]))]["config"]["dry_run"]
+        config = run_config["ops"][next(iter(run_config["ops"]))]["config"]
+        assert config["table"] == table and config["asset_key"] == list(target.asset_key.path)
+        assert request.tags[COMPACTION_TAG] == table
+        assert not config["dry_run"]
 
 
-def test_schedules_skip_tables_that_do_not_exist(job_defs: dg.Definitions, catalog: PaimonCatalogResource) -> None:
-    schedule = job_defs.resolve_schedule_def("expire_snapshots_shop_orders")
-    context = dg.build_schedule_context(scheduled_execution_time=dt_.datetime(2024, 3, 5, tzinfo=dt_.UTC),
-                                        resources={"catalog": catalog})
+def test_schedules_skip_tables_that_do_not_exist(demo_defs: dg.Definitions, catalog: PaimonCatalogResource) -> None:
+    for name in ("expire_snapshots_shop_orders", "remove_orphan_files_shop_orders"):
+        schedule = demo_defs.resolve_schedule_def(name)
+        context = dg.build_schedule_context(scheduled_execution_time=dt_.datetime(2024, 3, 5, tzinfo=dt_.UTC),
+                                            resources={"paimon_catalog": catalog})
 
-    assert "shop.orders does not exist yet" in (schedule.evaluate_tick(context).skip_message or "")
+        assert "shop.orders does not exist yet" in (schedule.evaluate_tick(context).skip_message or "")
 
 
-def test_crons_from_the_table_entry_then_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    spec = CompactedTable(LOG_TABLE, LOG_EVENTS_KEY, expire_cron="*/10 * * * *")
+def test_crons_come_from_the_spec(warehouse: str) -> None:
+    """(The old $PAIMON_EXPIRE_CRON / $PAIMON_ORPHANS_CRON are gone: each spec says its crons.)"""
+    spec = TableTarget(LOG_TABLE, LOG_EVENTS_KEY, expire_cron="*/10 * * * *")
     assert (expire_cron(spec), orphans_cron(spec)) == ("*/10 * * * *", DEFAULT_ORPHANS_CRON)
+    # No schedule of its own: the checks judge by the defaults.
+    bare = TableTarget(LOG_TABLE, LOG_EVENTS_KEY, expire_cron=None, orphans_cron=None)
+    assert (expire_cron(bare), orphans_cron(bare)) == (DEFAULT_EXPIRE_CRON, DEFAULT_ORPHANS_CRON)
 
-    monkeypatch.setenv(EXPIRE_CRON_ENV, "30 */2 * * *")
-    monkeypatch.setenv(ORPHANS_CRON_ENV, "0 4 * * 0")
-    assert (expire_cron(SPEC), orphans_cron(SPEC), expire_cron(spec)) == ("30 */2 * * *", "0 4 * * 0", "*/10 * * * *")
+    # A spec without one schedule gets none, and its target says so.
+    defs = paimon_definitions([customers_spec(Maintenance(orphans_cron=None))], warehouse=warehouse)
+    assert [s.name for s in defs.schedules or ()] == ["expire_snapshots_crm_customers"]
+    assert declared_targets(defs)["crm.customers"].orphans_cron is None
 
-    monkeypatch.setenv(ORPHANS_CRON_ENV, "every day")
-    with pytest.raises(dg.DagsterInvariantViolationError, match=ORPHANS_CRON_ENV):
-        orphans_cron(SPEC)
+    with pytest.raises(TableDefinitionError, match=r"table crm.customers: maintenance.orphans_cron .*'every day'"):
+        customers_spec(Maintenance(orphans_cron="every day"))
 
 
 def test_scheduled_ticks_are_the_last_two_at_or_before_now() -> None:
@@ -328,14 +425,15 @@ def test_scheduled_ticks_are_the_last_two_at_or_before_now() -> None:
     assert scheduled_ticks("0 3 * * *", at) == (hour - 6 * HOUR_MS - DAY_MS, hour - 6 * HOUR_MS)
 
 
-def test_maintenance_runs_do_not_count_as_pending_compactions(job_defs: dg.Definitions,
-                                                              instance: dg.DagsterInstance) -> None:
-    queued = instance.create_run_for_job(job_defs.resolve_job_def(EXPIRE_JOB), run_config=expire_run_config(LOG_TABLE),
+def test_maintenance_runs_do_not_count_as_pending_compactions(demo_defs: dg.Definitions,
+                                                              instance: dg.DagsterInstance,
+                                                              target: TableTarget) -> None:
+    queued = instance.create_run_for_job(demo_defs.resolve_job_def(EXPIRE_JOB), run_config=expire_run_config(target),
                                          tags=maintenance_tags(LOG_TABLE), status=dg.DagsterRunStatus.NOT_STARTED)
     assert pending_compaction(instance, LOG_TABLE) is None
 
-    compaction = instance.create_run_for_job(job_defs.resolve_job_def(COMPACTION_JOB),
-                                             run_config=compaction_run_config(LOG_TABLE),
+    compaction = instance.create_run_for_job(demo_defs.resolve_job_def(COMPACTION_JOB),
+                                             run_config=compaction_run_config(target),
                                              tags=compaction_tags(LOG_TABLE), status=dg.DagsterRunStatus.NOT_STARTED)
     assert compaction.run_id in (pending_compaction(instance, LOG_TABLE) or "")
     assert queued.tags[COMPACTION_TAG] == compaction.tags[COMPACTION_TAG]
@@ -344,55 +442,76 @@ def test_maintenance_runs_do_not_count_as_pending_compactions(job_defs: dg.Defin
 # ---- checks ---------------------------------------------------------------------------------
 
 
-def test_retention_check_warns_once_expiry_is_overdue(job_defs: dg.Definitions, instance: dg.DagsterInstance,
-                                                      events: pc.Table) -> None:
+def test_retention_check_warns_once_expiry_is_overdue(run_job: JobRunner, events: pc.Table,
+                                                      target: TableTarget) -> None:
     table = events
     table.alter([pc.SetOption("snapshot.num-retained.min", "3")])  # the alter is snapshot-free
     now = int(time.time() * 1000)
 
-    fresh = retention_outcome(table, SPEC, at_ms=now)
+    fresh = retention_outcome(table, target, at_ms=now)
     assert fresh.passed and fresh.metadata["expirable_now"] == 0
     # Three hours on, the runs at the last two hourly ticks could have expired all but the newest 3.
-    later = retention_outcome(table, SPEC, at_ms=now + 3 * HOUR_MS)
+    later = retention_outcome(table, target, at_ms=now + 3 * HOUR_MS)
     assert not later.passed and later.severity == dg.AssetCheckSeverity.WARN
     assert later.metadata["overdue_snapshots"] == COMMITS - 3
     assert later.metadata["snapshots_retained"] == COMMITS
+    assert "expire_snapshots_logs_events" in later.description
 
-    run(job_defs, instance, EXPIRE_JOB, expire_run_config(LOG_TABLE, older_than="now"))
-    assert retention_outcome(table, SPEC, at_ms=now + 3 * HOUR_MS).passed
+    run(run_job, EXPIRE_JOB, expire_run_config(target, older_than="now"))
+    assert retention_outcome(table, target, at_ms=now + 3 * HOUR_MS).passed
 
 
-def test_retention_check_warns_above_num_retained_max(events: pc.Table) -> None:
+def test_retention_check_judges_by_the_tables_schedule(events: pc.Table, target: TableTarget) -> None:
+    now = int(time.time() * 1000)
+    events.alter([pc.SetOption("snapshot.num-retained.min", "3")])
+    # Three hours on, an hourly expiry is overdue; a yearly one (its last two ticks long before
+    # these snapshots were written) is not.
+    yearly = dataclasses.replace(target, expire_cron="0 0 1 1 *")
+
+    hourly = retention_outcome(events, target, at_ms=now + 3 * HOUR_MS)
+    assert not hourly.passed and hourly.metadata["schedule"] == DEFAULT_EXPIRE_CRON
+    judged = retention_outcome(events, yearly, at_ms=now + 3 * HOUR_MS)
+    assert judged.passed and judged.metadata["schedule"] == "0 0 1 1 *"
+
+
+def test_retention_check_warns_above_num_retained_max(events: pc.Table, target: TableTarget) -> None:
     events.alter([pc.SetOption("snapshot.num-retained.min", "2"), pc.SetOption("snapshot.num-retained.max", "4")])
 
-    outcome = retention_outcome(events, SPEC)
+    outcome = retention_outcome(events, target)
 
     # Beyond the hard cap every snapshot but the newest 4 may go whatever its age.
     assert not outcome.passed and outcome.metadata["overdue_snapshots"] == COMMITS - 4
 
 
 def test_orphan_check_warns_about_orphans_the_last_run_should_have_deleted(
-        job_defs: dg.Definitions, instance: dg.DagsterInstance, catalog: PaimonCatalogResource,
-        events: pc.Table) -> None:
+        demo_defs: dg.Definitions, run_job: JobRunner, catalog: PaimonCatalogResource, events: pc.Table,
+        target: TableTarget) -> None:
     plant(events, "data-crashed-writer-3.parquet", age_s=30 * HOUR_MS / 1000)  # within the window still
-    assert orphans_outcome(events, SPEC).passed
+    assert orphans_outcome(events, target).passed
     old = plant(events, "data-crashed-writer-4.parquet", age_s=4 * DAY_MS / 1000, size=1000)
 
-    outcome = orphans_outcome(events, SPEC)
+    outcome = orphans_outcome(events, target)
 
     assert not outcome.passed and outcome.severity == dg.AssetCheckSeverity.WARN
     assert (outcome.metadata["orphan_files"], outcome.metadata["orphan_bytes"]) == (1, 1000)
     assert old.name in outcome.metadata["orphans"].value
+    assert "remove_orphan_files_logs_events" in outcome.description
     # The check on the asset says the same; after the cleanup job it passes.
-    assert not check_def(ORPHANS_CHECK)(catalog=catalog).passed
-    result = run(job_defs, instance, ORPHANS_JOB, orphans_run_config(LOG_TABLE))
+    orphans_check = check_def(demo_defs, ORPHANS_CHECK)
+    assert not orphans_check(paimon_catalog=catalog).passed
+    result = run(run_job, ORPHANS_JOB, orphans_run_config(target))
     assert checks(result)[ORPHANS_CHECK].passed and not old.exists()
-    assert check_def(ORPHANS_CHECK)(catalog=catalog).passed
+    assert orphans_check(paimon_catalog=catalog).passed
 
 
-def test_checks_run_with_the_asset(materialize_day: Any, catalog: PaimonCatalogResource) -> None:
-    result = materialize_day(DAY, extra=[check_def(RETENTION_CHECK), check_def(ORPHANS_CHECK)])
+def test_checks_run_with_the_asset(demo_defs: dg.Definitions, materialize_day: Any,
+                                   catalog: PaimonCatalogResource) -> None:
+    result = materialize_day(DAY)
 
     evaluated = checks(result)
-    assert evaluated[RETENTION_CHECK].passed and evaluated[ORPHANS_CHECK].passed
+    assert evaluated[RETENTION_CHECK].passed
     assert evaluated[RETENTION_CHECK].metadata["snapshots_retained"].value == 1
+    # The orphan check lists every directory of the table, so the ingestion job leaves it out
+    # (the cleanup job records it); run on its own it passes.
+    assert ORPHANS_CHECK not in evaluated
+    assert check_def(demo_defs, ORPHANS_CHECK)(paimon_catalog=catalog).passed

@@ -15,19 +15,34 @@ import pyarrow.compute as pac
 import pyarrow.parquet as pq
 import pydantic
 import pytest
+import yaml
 
-from pipelines.landing import SourceDataError
-from pipelines.orders import (
+from pipelines.component import TableModel
+from pipelines.definitions import REPO_ROOT
+from pipelines.demo.landing import SourceDataError
+from pipelines.demo.order_source import OrderEventSource
+from pipelines.demo.orders import (
+    ORDERS_OPTIONS,
+    ORDERS_PRIMARY_KEY,
     ORDERS_SCHEMA,
+    ORDERS_TABLE,
+    REVENUE_OPTIONS,
+    REVENUE_PRIMARY_KEY,
+    REVENUE_SCHEMA,
+    REVENUE_TABLE,
+    TOTALS_OPTIONS,
+    TOTALS_PRIMARY_KEY,
+    TOTALS_SCHEMA,
+    TOTALS_TABLE,
     landing_batches,
     order_batches,
     synthetic_batches,
     synthetic_cdc,
     user_contributions,
 )
-from resources import OrderEventSource
 
 DAY = "2024-02-29"
+DECLARATION = REPO_ROOT / "pipelines" / "demo" / "defs" / "tables" / "defs.yaml"
 # What one order's changes of a day may look like: created, changed any times, maybe cancelled.
 LIFECYCLE = re.compile(r"\+I(-U\+U)*(-D)?")
 
@@ -161,3 +176,20 @@ def test_source_resource_dispatches_and_validates(tmp_path: Path) -> None:
         order_batches(OrderEventSource(mode="landing"), DAY)
     with pytest.raises(dg.Failure, match="does not exist"):
         order_batches(OrderEventSource(mode="landing", landing_dir=str(tmp_path / "nope")), DAY)
+
+
+@pytest.mark.parametrize(("table", "schema", "primary_key", "options"), [
+    (ORDERS_TABLE, ORDERS_SCHEMA, ORDERS_PRIMARY_KEY, ORDERS_OPTIONS),
+    (TOTALS_TABLE, TOTALS_SCHEMA, TOTALS_PRIMARY_KEY, TOTALS_OPTIONS),
+    (REVENUE_TABLE, REVENUE_SCHEMA, REVENUE_PRIMARY_KEY, REVENUE_OPTIONS),
+])
+def test_the_sources_are_shaped_like_the_declared_tables(table: str, schema: pa.Schema, primary_key: tuple[str, ...],
+                                                         options: dict[str, str]) -> None:
+    """The YAML declares the shop tables; the generators, readers and aggregates shape rows by these schemas."""
+    [entry] = [t for t in yaml.safe_load(DECLARATION.read_text())["attributes"]["tables"] if t["table"] == table]
+    spec = TableModel.model_validate(entry).spec()
+
+    assert [(f.name, f.type, f.nullable) for f in spec.arrow_schema()] == [
+        (f.name, f.type, f.nullable) for f in schema]
+    assert spec.primary_key == primary_key
+    assert spec.table_options() == options

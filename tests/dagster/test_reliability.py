@@ -1,15 +1,18 @@
 """Reliability of the Dagster layer, on real runs against a real instance and real tables in tmp_path.
 
-1. Step retries (``INGEST_RETRY_POLICY``) after a fault injected on the commit path, in this
-   process (``FileStoreCommit._commit`` wrapped to fail once): before the snapshot is published
-   (the retry commits once; the failed attempt's files are unreferenced and reclaimable) and
-   after it was published (the retry, same run id, finds the commit and does not commit again).
-   A full re-run of the day (another run id) then overwrites it, leaving one copy.
+1. Step retries (``ingestion.retries`` of each table's spec) after a fault injected on the commit
+   path, in this process (``FileStoreCommit._commit`` wrapped to fail once): before the snapshot
+   is published (the retry commits once; the failed attempt's files are unreferenced and
+   reclaimable) and after it was published (the retry, same root run, finds the commit of its
+   user ``dagster:<root run>:<asset>:<partition>`` and does not commit again). Chunked writes
+   (``commit_every_rows``) resume after the chunks that landed (identifiers 1..n). A re-execution
+   from failure is a new run with the same root run: it finds the landed commits too. A full
+   re-run of the day (another run) then writes it again, leaving one copy.
 2. Two backfill runs of one partition in two OS processes, their commits racing for the same
    snapshot id: the table reads the source's rows once and every retained snapshot reads.
 3. Sensors ticked by the sensor daemon's own code (``execute_sensor_iteration``) with the same
    table state, again after the cursor update was lost: one run per run key in the instance.
-4. Bad configuration and input: a typed error naming the problem, nothing written.
+4. Bad configuration and input: a typed error naming the problem, no retry, nothing written.
 5. Secrets as ``dg.EnvVar`` in ``PaimonCatalogResource.storage_options``: resolved into the S3
    filesystem at run time, shown and stored nowhere.
 """
@@ -26,11 +29,13 @@ from typing import Any, Literal
 
 import dagster as dg
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pydantic
 import pytest
 import yaml
-from conftest import ORDERS, ROWS
+from conftest import LOGS_JOB, ORDERS, ORDERS_JOB, ROWS, TOTALS_JOB, JobRunner, small_sources
 from dagster._core.definitions.dependency import NodeHandle
+from dagster._core.execution.job_execution_result import JobExecutionResult
 from dagster._core.remote_origin import InProcessCodeLocationOrigin
 from dagster._core.remote_representation.external_data import RepositorySnap
 from dagster._core.scheduler.instigation import InstigatorState, InstigatorTick, SensorInstigatorData, TickStatus
@@ -40,44 +45,47 @@ from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
 from dagster._core.workspace.context import WorkspaceProcessContext
 from dagster._core.workspace.load_target import InProcessWorkspaceLoadTarget
 from dagster._daemon.sensor import execute_sensor_iteration
+from test_changelog import demo_definitions, demo_spec, demo_specs
 
 import paimon_core as pc
 from paimon_core.commit import FileStoreCommit
-from paimon_core.errors import DatabaseNotFoundError, TableNotFoundError
-from pipelines.assets import INGEST_RETRY_POLICY, RUN_TAGS, ingest_log_events, log_events
-from pipelines.checks import maintenance_asset_checks, orders_partition_valid
+from pipelines import ingestion as ingestion_module
 from pipelines.compaction import (
     COMPACTION_JOB,
     FULL_COMPACTION_JOB,
     compaction_run_config,
+    compaction_tags,
     full_compaction_run_config,
 )
-from pipelines.definitions import REPO_ROOT, build_resources, defs
-from pipelines.jobs import ingest_log_events_job
-from pipelines.log_events import SCHEMA as LOG_SCHEMA
-from pipelines.log_events import TABLE as LOG_TABLE
-from pipelines.log_events import TABLE_OPTIONS as LOG_OPTIONS
-from pipelines.log_events import synthetic_batches
-from pipelines.maintenance import EXPIRE_JOB, ORPHANS_JOB, expire_run_config, maintenance_tags, orphans_run_config
-from pipelines.order_assets import (
-    ORDERS_RUN_TAGS,
-    apply_day,
-    chunk_user,
-    ingest_orders,
-    shop_orders,
-    user_order_totals,
-)
-from pipelines.order_revenue import REVENUE_TABLE
-from pipelines.orders import ORDERS_OPTIONS, ORDERS_PRIMARY_KEY, ORDERS_SCHEMA, ORDERS_TABLE, order_batches
-from resources import LogEventSource, OrderEventSource, PaimonCatalogResource
+from pipelines.definitions import REPO_ROOT
+from pipelines.demo.log_events import TABLE as LOG_TABLE
+from pipelines.demo.log_events import synthetic_batches
+from pipelines.demo.log_source import LogEventSource
+from pipelines.demo.order_source import OrderEventSource
+from pipelines.demo.orders import ORDERS_TABLE, REVENUE_TABLE, order_batches
+from pipelines.expiry import EXPIRE_JOB, expire_run_config
+from pipelines.factory import paimon_definitions
+from pipelines.ingestion import ensure_table
+from pipelines.maintenance import maintenance_tags
+from pipelines.orphans import ORPHANS_JOB, orphans_run_config
+from pipelines.target import TableTarget, declared_targets
+from resources import PaimonCatalogResource, commit_user_for, write_partition
+from resources.writes import CHUNK_PROPERTY, FINAL_PROPERTY
 
 DAY = "2024-01-03"
-# Changes per commit of shop.orders: a day of about 1,100 changes lands as 5 commits.
+# What dg.execute_in_process and dg.execute_job return.
+RunResult = dg.ExecuteInProcessResult | JobExecutionResult
+# Changes per commit of shop.orders in these tests: a day of about 1,100 changes lands as 5 commits.
 CHUNK = 250
+LOG_KEY = dg.AssetKey(["logs", "events"])
+ORDERS_KEY = dg.AssetKey(["shop", "orders"])
 LOG_SENSOR = "compact_logs_events_sensor"
-REVENUE_SENSOR = "order_revenue_sensor"
+REVENUE_SENSOR = "changes_shop_order_revenue_by_status_sensor"
+REVENUE_JOB = "ingest_shop_order_revenue_by_status_job"
+INGESTED = (LOG_TABLE, ORDERS_TABLE, "shop.user_order_totals", REVENUE_TABLE)
 SORT_EVENTS = [("ts", "ascending"), ("message", "ascending"), ("host", "ascending")]
 SORT_ORDERS = [("dt", "ascending"), ("order_id", "ascending")]
+FAST_RETRY_DELAY_S = 0.01
 
 
 class InjectedFault(ConnectionResetError):
@@ -88,15 +96,24 @@ class InjectedFault(ConnectionResetError):
 
 
 @pytest.fixture
-def fast_retries(monkeypatch: pytest.MonkeyPatch) -> dg.RetryPolicy:
-    """``INGEST_RETRY_POLICY`` on every ingestion step, its delay cut from 5 s to 0.05 s: the same
-    retries, backoff and jitter, so the tests wait milliseconds instead of about 5 s per retry."""
-    fast = dg.RetryPolicy(max_retries=INGEST_RETRY_POLICY.max_retries, delay=0.05,
-                          backoff=INGEST_RETRY_POLICY.backoff, jitter=INGEST_RETRY_POLICY.jitter)
-    for op in (ingest_log_events, ingest_orders, user_order_totals.op):
-        assert op.retry_policy == INGEST_RETRY_POLICY
-        monkeypatch.setattr(op, "_retry_policy", fast)
-    return fast
+def fast_retries(monkeypatch: pytest.MonkeyPatch) -> float:
+    """Ingestion steps built from now on retry after 0.01 s instead of ``RETRY_DELAY_S`` (5 s):
+    the same retries, backoff and jitter, so the tests wait milliseconds per retry."""
+    monkeypatch.setattr(ingestion_module, "RETRY_DELAY_S", FAST_RETRY_DELAY_S)
+    return FAST_RETRY_DELAY_S
+
+
+@pytest.fixture
+def demo_defs(warehouse: str, fast_retries: float) -> dg.Definitions:
+    """The demo's definitions on the test warehouse, fast step retries (replaces conftest's)."""
+    return demo_definitions(warehouse)
+
+
+@pytest.fixture
+def catalog(resources: dict[str, Any]) -> PaimonCatalogResource:
+    catalog = resources["paimon_catalog"]
+    assert isinstance(catalog, PaimonCatalogResource)
+    return catalog
 
 
 class CommitFault:
@@ -132,14 +149,24 @@ class CommitFault:
         monkeypatch.setattr(FileStoreCommit, "_commit", _commit)
 
 
-def event_types(result: dg.ExecuteInProcessResult) -> list[dg.DagsterEventType]:
+def event_types(result: RunResult) -> list[dg.DagsterEventType]:
     return [event.event_type for event in result.all_events]
 
 
-def retried_steps(result: dg.ExecuteInProcessResult) -> list[str]:
+def retried_steps(result: RunResult) -> list[str]:
     """Keys of the steps that were retried (one entry per retry)."""
     return [event.step_key or "" for event in result.all_events
             if event.event_type == dg.DagsterEventType.STEP_RESTARTED]
+
+
+def metadata_of(result: RunResult) -> dict[str, Any]:
+    [event] = result.get_asset_materialization_events()
+    metadata = event.step_materialization_data.materialization.metadata
+    return {name: getattr(value, "value", value) for name, value in metadata.items()}
+
+
+def checks_passed(result: RunResult) -> dict[str, bool]:
+    return {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
 
 
 def expected_events(day: str) -> pa.Table:
@@ -169,32 +196,25 @@ def assert_snapshots_read(table: pc.Table) -> list[pc.Snapshot]:
     return snapshots
 
 
-def chunked_orders_resources(warehouse: str) -> dict[str, Any]:
-    return build_resources(warehouse=warehouse, log_source=LogEventSource(rows_per_partition=ROWS, batch_size=500),
-                           order_source=OrderEventSource(orders_per_partition=ORDERS, batch_size=500,
-                                                         commit_every_rows=CHUNK))
+def chunked_orders_defs(warehouse: str, *, retries: int = 3) -> dg.Definitions:
+    """The demo's definitions with shop.orders committed every ``CHUNK`` changes."""
+    return demo_definitions(warehouse, commit_every_rows={ORDERS_TABLE: CHUNK}, retries={ORDERS_TABLE: retries})
 
 
-def reference_orders(warehouse: str, source: OrderEventSource, day: str = DAY) -> tuple[pa.Table, int]:
-    """The day applied once, without Dagster or faults, in its own warehouse: its rows and commits."""
-    table = PaimonCatalogResource(warehouse=warehouse).ensure_table(
-        ORDERS_TABLE, schema=ORDERS_SCHEMA, partition_keys=["dt"], primary_keys=ORDERS_PRIMARY_KEY,
-        options=ORDERS_OPTIONS)
-    applied = apply_day(table, order_batches(source, day), day=day, run_id="reference",
-                        commit_every_rows=source.commit_every_rows)
-    return table.read().sort_by(SORT_ORDERS), applied.commits
+def reference_orders(warehouse: str, day: str = DAY) -> tuple[pa.Table, int]:
+    """The day written once as the asset writes it, without Dagster or faults, in its own
+    warehouse: its rows and commits."""
+    table = ensure_table(PaimonCatalogResource(warehouse=warehouse), demo_spec(ORDERS_TABLE))
+    source = small_sources()["order_source"]
+    assert isinstance(source, OrderEventSource)
+    written = write_partition(table, order_batches(source, day), mode="upsert", partition={"dt": day},
+                              commit_user="reference", commit_every_rows=CHUNK)
+    return table.read().sort_by(SORT_ORDERS), written.commits
 
 
-def materialize_orders_day(resources: dict[str, Any], instance: dg.DagsterInstance,
-                           day: str = DAY) -> dg.ExecuteInProcessResult:
-    return dg.materialize([shop_orders, orders_partition_valid, user_order_totals], partition_key=day,
-                          resources=resources, instance=instance, tags=ORDERS_RUN_TAGS)
-
-
-def job_definitions(resources: dict[str, Any]) -> dg.Definitions:
-    """The code location's definitions on the test warehouse."""
-    return dg.Definitions(assets=defs.assets, asset_checks=defs.asset_checks, jobs=defs.jobs,
-                          sensors=defs.sensors, resources=resources)
+def orders_user(run: RunResult | str, day: str = DAY) -> str:
+    run_id = run if isinstance(run, str) else run.run_id
+    return commit_user_for(run_id, "shop/orders", day)
 
 
 def files_under(root: Path) -> set[str]:
@@ -204,24 +224,26 @@ def files_under(root: Path) -> set[str]:
 # ---- 1. step retries ------------------------------------------------------------------------------
 
 
-def test_the_ingestion_steps_declare_one_retry_policy() -> None:
-    assert INGEST_RETRY_POLICY.max_retries == 3
-    assert INGEST_RETRY_POLICY.backoff == dg.Backoff.EXPONENTIAL
-    assert INGEST_RETRY_POLICY.jitter == dg.Jitter.PLUS_MINUS
-    assert (INGEST_RETRY_POLICY.delay or 0) > 0
-    for op in (ingest_log_events, ingest_orders, user_order_totals.op):
-        assert op.retry_policy is INGEST_RETRY_POLICY
-    # The asset jobs take the steps' own policy.
-    job = dg.Definitions(assets=[log_events], asset_checks=maintenance_asset_checks, jobs=[ingest_log_events_job],
-                         resources=build_resources(warehouse="/nonexistent")).resolve_job_def(
-        "ingest_log_events_job")
-    handle = NodeHandle.from_string("logs__events.ingest_log_events")
-    assert job.get_retry_policy_for_handle(handle) is INGEST_RETRY_POLICY
+def test_the_ingestion_steps_declare_their_specs_retry_policy(tmp_path: Path) -> None:
+    defs = paimon_definitions(demo_specs(retries={REVENUE_TABLE: 0}), warehouse=str(tmp_path / "unused"))
+    targets = declared_targets(defs)
+    for table in INGESTED:
+        key = targets[table].asset_key
+        policy = defs.resolve_assets_def(key).op.retry_policy
+        assert policy is not None
+        assert policy.max_retries == (0 if table == REVENUE_TABLE else 3)  # the YAML's default, or the spec's
+        assert policy.backoff == dg.Backoff.EXPONENTIAL
+        assert policy.jitter == dg.Jitter.PLUS_MINUS
+        assert policy.delay == ingestion_module.RETRY_DELAY_S > 0
+        # The table's ingestion job takes the step's own policy.
+        job = defs.resolve_job_def(f"ingest_{table.replace('.', '_')}_job")
+        assert job.get_retry_policy_for_handle(NodeHandle.from_string("__".join(key.path))) == policy
+    assert not Path(tmp_path / "unused").exists()
 
 
 def test_a_retry_after_a_failure_before_the_commit_commits_once(
-        monkeypatch: pytest.MonkeyPatch, fast_retries: dg.RetryPolicy, materialize_day: Any,
-        resources: dict[str, Any], instance: dg.DagsterInstance) -> None:
+        monkeypatch: pytest.MonkeyPatch, materialize_day: Any, run_job: JobRunner, demo_defs: dg.Definitions,
+        catalog: PaimonCatalogResource) -> None:
     fault = CommitFault(monkeypatch, table=LOG_TABLE, when="before")
 
     result = materialize_day(DAY)
@@ -229,21 +251,20 @@ def test_a_retry_after_a_failure_before_the_commit_commits_once(
     assert result.success
     types = event_types(result)
     assert dg.DagsterEventType.STEP_UP_FOR_RETRY in types
-    assert retried_steps(result) == ["logs__events.ingest_log_events"]
+    assert retried_steps(result) == ["logs__events"]
     assert fault.calls == 2  # the failed attempt, then the retry's commit
-    table = resources["catalog"].table(LOG_TABLE)
+    table = catalog.table(LOG_TABLE)
     [snapshot] = assert_snapshots_read(table)
-    assert (snapshot.commit_user, snapshot.commit_identifier) == (f"dagster-{result.run_id}", 20240103)
+    assert (snapshot.commit_user, snapshot.commit_identifier) == (commit_user_for(result.run_id, "logs/events", DAY), 1)
     assert snapshot.commit_kind == "OVERWRITE"
     assert day_events(table, DAY).equals(expected_events(DAY))
-    [evaluation] = result.get_asset_check_evaluations()
-    assert evaluation.passed
+    assert all(checks_passed(result).values()) and "partition_valid" in checks_passed(result)
     # The failed attempt's data files are on disk, referenced by no snapshot, and reclaimable.
     assert fault.orphaned and all(Path(p).exists() for p in fault.orphaned)
     assert orphans_now(table) == set(fault.orphaned)
-    cleanup = job_definitions(resources).resolve_job_def(ORPHANS_JOB).execute_in_process(
-        run_config=orphans_run_config(LOG_TABLE, older_than="now", force=True), instance=instance,
-        tags=maintenance_tags(LOG_TABLE))
+    target = declared_targets(demo_defs)[LOG_TABLE]
+    cleanup = run_job(ORPHANS_JOB, run_config=orphans_run_config(target, older_than="now", force=True),
+                      tags=maintenance_tags(LOG_TABLE))
     assert set(cleanup.output_for_node("remove_orphan_files").orphans) == set(fault.orphaned)
     assert not any(Path(p).exists() for p in fault.orphaned)
     assert day_events(table, DAY).equals(expected_events(DAY))
@@ -258,22 +279,23 @@ def test_a_retry_after_a_failure_before_the_commit_commits_once(
 
 
 def test_a_retry_after_the_commit_landed_finds_it_and_commits_nothing(
-        monkeypatch: pytest.MonkeyPatch, fast_retries: dg.RetryPolicy, materialize_day: Any,
-        resources: dict[str, Any]) -> None:
+        monkeypatch: pytest.MonkeyPatch, materialize_day: Any, catalog: PaimonCatalogResource) -> None:
     fault = CommitFault(monkeypatch, table=LOG_TABLE, when="after")
 
     result = materialize_day(DAY)
 
     assert result.success
-    assert retried_steps(result) == ["logs__events.ingest_log_events"]
+    assert retried_steps(result) == ["logs__events"]
     assert fault.calls == 1  # the retry found the landed commit and never reached the commit path
-    table = resources["catalog"].table(LOG_TABLE)
+    table = catalog.table(LOG_TABLE)
     [snapshot] = assert_snapshots_read(table)
     assert fault.landed == [snapshot.id]
-    assert snapshot.commit_user == f"dagster-{result.run_id}"  # a step retry keeps the run id
-    [materialization] = result.get_asset_materialization_events()
-    metadata = materialization.step_materialization_data.materialization.metadata
-    assert metadata["snapshot_id"].value == snapshot.id
+    assert snapshot.commit_user == commit_user_for(result.run_id, "logs/events", DAY)  # a step retry keeps the run
+    metadata = metadata_of(result)
+    assert metadata["paimon/ingest/snapshot_id"] == snapshot.id
+    assert metadata["paimon/ingest/reused_commit"] is True
+    assert (metadata["paimon/ingest/rows_written"], metadata["paimon/ingest/commits"]) == (0, 0)
+    assert metadata["dagster/row_count"] == ROWS
     assert day_events(table, DAY).equals(expected_events(DAY))
     assert orphans_now(table) == set()
 
@@ -285,55 +307,135 @@ def test_a_retry_after_the_commit_landed_finds_it_and_commits_nothing(
 
 
 @pytest.mark.parametrize("when", ["before", "after"])
-def test_a_retried_orders_step_resumes_after_its_landed_chunks(
-        monkeypatch: pytest.MonkeyPatch, fast_retries: dg.RetryPolicy, tmp_path: Path,
-        instance: dg.DagsterInstance, when: Literal["before", "after"]) -> None:
-    resources = chunked_orders_resources(str(tmp_path / "warehouse"))
-    expected, chunks = reference_orders(str(tmp_path / "reference"), resources["order_source"])
+def test_a_retried_chunked_write_resumes_after_its_landed_chunks(
+        monkeypatch: pytest.MonkeyPatch, fast_retries: float, tmp_path: Path, instance: dg.DagsterInstance,
+        when: Literal["before", "after"]) -> None:
+    defs = chunked_orders_defs(str(tmp_path / "warehouse"))
+    runner = JobRunner(defs, instance)
+    expected, chunks = reference_orders(str(tmp_path / "reference"))
     assert chunks == 5
     fault = CommitFault(monkeypatch, table=ORDERS_TABLE, when=when, on_call=3)  # the third chunk
 
-    result = materialize_orders_day(resources, instance)
+    result = runner(ORDERS_JOB, DAY)
 
     assert result.success
-    assert retried_steps(result) == ["shop__orders.ingest_orders"]
-    # "before": chunk 2 failed unpublished and was committed by the retry; "after": it landed
-    # and the retry went on with chunk 3.
+    assert retried_steps(result) == ["shop__orders"]
+    # "before": chunk 3 failed unpublished and was committed by the retry; "after": it landed
+    # and the retry went on with chunk 4.
     assert fault.calls == (chunks + 1 if when == "before" else chunks)
-    table = resources["catalog"].table(ORDERS_TABLE)
+    table = defs.resources["paimon_catalog"].table(ORDERS_TABLE)
     snapshots = assert_snapshots_read(table)
     assert len(snapshots) == chunks  # one commit per chunk, none twice
-    assert {(s.commit_user, s.commit_identifier) for s in snapshots} == {
-        (chunk_user(result.run_id, chunk), 20240103) for chunk in range(chunks)}
-    assert [(s.properties or {})["dagster.chunk"] for s in snapshots] == [str(c) for c in range(chunks)]
-    assert table.read().sort_by(SORT_ORDERS).equals(expected)
+    assert [(s.commit_user, s.commit_identifier) for s in snapshots] == [
+        (orders_user(result), chunk) for chunk in range(1, chunks + 1)]
+    assert [(s.properties or {})[CHUNK_PROPERTY] for s in snapshots] == [str(c) for c in range(chunks)]
+    assert [(s.properties or {})[FINAL_PROPERTY] for s in snapshots] == ["false"] * (chunks - 1) + ["true"]
+    assert table.read().sort_by(SORT_ORDERS).equals(expected)  # each change applied once, in order
+    metadata = metadata_of(result)
+    assert metadata["paimon/ingest/reused_commit"] is True
+    assert metadata["paimon/ingest/commits"] == (3 if when == "before" else 2)
+    assert metadata["paimon/ingest/snapshot_id"] == snapshots[-1].id
     assert orphans_now(table) == set(fault.orphaned)
-    assert all(e.passed for e in result.get_asset_check_evaluations())
-    totals = resources["catalog"].table("shop.user_order_totals")
-    assert len(totals.snapshots()) == 1
+    assert all(checks_passed(result).values())
+    totals = runner(TOTALS_JOB, DAY)
+    assert totals.success and len(defs.resources["paimon_catalog"].table("shop.user_order_totals").snapshots()) == 1
 
     # A full re-run (another run id) applies the same changes again: the same orders.
-    again = materialize_orders_day(resources, instance)
+    again = runner(ORDERS_JOB, DAY)
 
     assert again.success
     assert len(assert_snapshots_read(table)) == 2 * chunks
     assert table.read().sort_by(SORT_ORDERS).equals(expected)
 
 
-def test_bad_source_data_fails_at_once_without_retries(fast_retries: dg.RetryPolicy, materialize_day: Any,
-                                                       warehouse: str, tmp_path: Path) -> None:
-    landing = tmp_path / "landing"
-    landing.mkdir()  # the day has no files: a retry would only fail again
-    resources = build_resources(warehouse=warehouse,
-                                log_source=LogEventSource(mode="landing", landing_dir=str(landing)))
+# ---- re-execution from failure --------------------------------------------------------------------
 
-    result = materialize_day(DAY, resources=resources, raise_on_error=False)
+REEXECUTION_ENV = "PAIMON_RELIABILITY_REEXECUTION_WAREHOUSE"
+
+
+def reexecution_job(table: str) -> Any:
+    """The ingestion job of ``table`` without step retries (a failure fails the run), shop.orders
+    chunked: reconstructable (``dg.execute_job``) on the warehouse in ``$REEXECUTION_ENV``."""
+    defs = demo_definitions(os.environ[REEXECUTION_ENV], commit_every_rows={ORDERS_TABLE: CHUNK},
+                            retries={LOG_TABLE: 0, ORDERS_TABLE: 0})
+    return defs.resolve_job_def(f"ingest_{table.replace('.', '_')}_job")
+
+
+@pytest.mark.parametrize("table", [LOG_TABLE, ORDERS_TABLE])
+def test_a_reexecution_from_failure_finds_the_landed_commit(
+        table: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, instance: dg.DagsterInstance) -> None:
+    """A step that died after its commit (the last of a single write; the third of shop.orders'
+    five chunks) failed its run; re-executed from failure, the new run (same root) finds what
+    landed and writes only the rest."""
+    warehouse = str(tmp_path / "warehouse")
+    monkeypatch.setenv(REEXECUTION_ENV, warehouse)
+    chunked = table == ORDERS_TABLE
+    fault = CommitFault(monkeypatch, table=table, when="after", on_call=3 if chunked else 1)
+    job = dg.build_reconstructable_job("test_reliability", "reexecution_job", reconstructable_args=(table,))
+    partition = {"dagster/partition": DAY}
+
+    with dg.execute_job(job, instance=instance, tags=partition, raise_on_error=False) as failed:
+        assert not failed.success
+        assert retried_steps(failed) == [] and len(fault.landed) == 1
+    paimon = PaimonCatalogResource(warehouse=warehouse).table(table)
+    landed = assert_snapshots_read(paimon)
+    assert len(landed) == (3 if chunked else 1)
+
+    with dg.execute_job(job, instance=instance, reexecution_options=dg.ReexecutionOptions.from_failure(
+            failed.run_id, instance)) as again:
+        assert again.success
+        run = instance.get_run_by_id(again.run_id)
+        assert run is not None and run.root_run_id == failed.run_id and run.parent_run_id == failed.run_id
+        metadata = metadata_of(again)
+    assert fault.calls == (5 if chunked else 1)  # the re-execution never commits what landed again
+    snapshots = assert_snapshots_read(paimon)
+    user = commit_user_for(failed.run_id, "/".join(["shop", "orders"] if chunked else ["logs", "events"]), DAY)
+    assert {s.commit_user for s in snapshots} == {user}  # the root run's user, not the re-execution's
+    assert metadata["paimon/ingest/reused_commit"] is True
+    if chunked:
+        assert [s.commit_identifier for s in snapshots] == [1, 2, 3, 4, 5]
+        assert metadata["paimon/ingest/commits"] == 2
+        expected, _ = reference_orders(str(tmp_path / "reference"))
+        assert paimon.read().sort_by(SORT_ORDERS).equals(expected)
+    else:
+        assert snapshots == landed and metadata["paimon/ingest/commits"] == 0
+        assert day_events(paimon, DAY).equals(expected_events(DAY))
+    assert instance.get_materialized_partitions(dg.AssetKey(table.split("."))) == {DAY}
+
+
+# ---- bad input --------------------------------------------------------------------------------
+
+
+def landing_with(root: Path, rows: pa.Table | None) -> LogEventSource:
+    root.mkdir()
+    if rows is not None:
+        pq.write_table(rows, root / f"{DAY}.parquet")
+    return LogEventSource(mode="landing", landing_dir=str(root))
+
+
+@pytest.mark.parametrize(("landed", "message"), [
+    ("nothing", f"logs.events: no Parquet or JSON-lines files for {DAY}"),
+    ("another day", "2024-01-04"),
+    ("no ts column", "ts"),
+])
+def test_bad_landing_input_fails_at_once_without_retries_and_commits_nothing(
+        landed: str, message: str, fast_retries: float, warehouse: str, tmp_path: Path,
+        instance: dg.DagsterInstance) -> None:
+    day = pa.Table.from_batches(synthetic_batches(DAY, rows=50, batch_size=50))
+    rows = {"nothing": None, "another day": day.set_column(day.schema.get_field_index("dt"), "dt",
+                                                            pa.array(["2024-01-04"] * 50)),
+            "no ts column": day.drop_columns(["ts"])}[landed]
+    defs = demo_definitions(warehouse, sources={"log_source": landing_with(tmp_path / "landing", rows)})
+
+    result = JobRunner(defs, instance)(LOGS_JOB, DAY, raise_on_error=False)
 
     assert not result.success
     assert dg.DagsterEventType.STEP_UP_FOR_RETRY not in event_types(result)
     failure = next(e for e in result.all_events if e.is_step_failure)
-    assert "SourceDataError: no Parquet or JSON-lines files for 2024-01-03" in str(failure.step_failure_data.error)
-    assert resources["catalog"].table(LOG_TABLE).snapshots() == []
+    assert failure.step_key == "logs__events"
+    assert message in str(failure.step_failure_data.error)
+    assert defs.resources["paimon_catalog"].table(LOG_TABLE).snapshots() == []
+    assert orphans_now(defs.resources["paimon_catalog"].table(LOG_TABLE)) == set()
 
 
 # ---- 2. concurrent backfills of one partition -----------------------------------------------------
@@ -341,12 +443,14 @@ def test_bad_source_data_fails_at_once_without_retries(fast_retries: dg.RetryPol
 # One run of a partition in its own process, against the shared instance ($DAGSTER_HOME). Its
 # first attempt to publish a snapshot of the table waits until every racer is about to publish
 # its own: all built on the same latest snapshot, so they race for the same snapshot id and all
-# but one lose and retry on top of the winner. The racer reports its lost attempts.
+# but one lose and retry on top of the winner. The racer reports its lost attempts. The demo's
+# tables are read from its YAML by the component's own models, shop.orders chunked.
 RACER = r'''
 import json, sys, time
 from pathlib import Path
 
 import dagster as dg
+import yaml
 
 from paimon_core.commit import _Attempt
 
@@ -373,23 +477,29 @@ def _publish(self, snapshot):
 
 _Attempt._publish = _publish
 
-from pipelines.assets import RUN_TAGS, log_events
-from pipelines.checks import log_events_partition_valid, orders_partition_valid
-from pipelines.definitions import build_resources
-from pipelines.order_assets import ORDERS_RUN_TAGS, shop_orders
-from resources import LogEventSource, OrderEventSource
+from pipelines.component import TableModel
+from pipelines.demo.log_source import LogEventSource
+from pipelines.demo.order_source import OrderEventSource
+from pipelines.factory import paimon_definitions
+from pipelines.spec import Ingestion
 
-resources = build_resources(
-    warehouse=spec["warehouse"], log_source=LogEventSource(rows_per_partition=spec["rows"], batch_size=500),
-    order_source=OrderEventSource(orders_per_partition=spec["orders"], batch_size=500,
-                                  commit_every_rows=spec["chunk"]))
-assets, tags = (([log_events, log_events_partition_valid], RUN_TAGS) if spec["asset"] == "logs" else
-                ([shop_orders, orders_partition_valid], ORDERS_RUN_TAGS))
+specs = []
+for raw in yaml.safe_load(Path(spec["tables"]).read_text())["attributes"]["tables"]:
+    table = TableModel.model_validate(raw).spec()
+    if table.table == "shop.orders":
+        base = table.ingestion
+        table = table.with_options(ingestion=Ingestion(**{**{f: getattr(base, f) for f in base.__dataclass_fields__},
+                                                          "commit_every_rows": spec["chunk"]}))
+    specs.append(table)
+defs = paimon_definitions(specs, warehouse=spec["warehouse"], resources={
+    "log_source": LogEventSource(rows_per_partition=spec["rows"], batch_size=500),
+    "order_source": OrderEventSource(orders_per_partition=spec["orders"], batch_size=500)})
 instance = dg.DagsterInstance.get()
-result = dg.materialize(assets, partition_key=spec["day"], resources=resources, instance=instance, tags=tags,
-                        raise_on_error=False)
+result = defs.resolve_job_def(spec["job"]).execute_in_process(partition_key=spec["day"], instance=instance,
+                                                               raise_on_error=False)
 print(json.dumps({"run_id": result.run_id, "success": result.success, "lost": published.count(False)}))
 '''
+DEMO_TABLES = REPO_ROOT / "pipelines" / "demo" / "defs" / "tables" / "defs.yaml"
 
 
 @pytest.fixture
@@ -408,13 +518,13 @@ def dagster_home(tmp_path: Path) -> Path:
     return home
 
 
-def race(tmp_path: Path, home: Path, *, asset: str, table: str, warehouse: str, racers: int = 2) -> list[str]:
-    """Run ``racers`` materializations of DAY in as many processes at once; their run ids.
+def race(tmp_path: Path, home: Path, *, job: str, table: str, warehouse: str, racers: int = 2) -> list[str]:
+    """Run ``racers`` runs of ``job`` for DAY in as many processes at once; their run ids.
 
     Checks that the racers really raced: every one reached its commit before any published, and
     at least one lost a publication and had to retry.
     """
-    barrier = tmp_path / f"barrier-{asset}"
+    barrier = tmp_path / f"barrier-{table}"
     barrier.mkdir()
     script = tmp_path / "racer.py"
     script.write_text(RACER)
@@ -422,8 +532,9 @@ def race(tmp_path: Path, home: Path, *, asset: str, table: str, warehouse: str, 
            "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
     processes = []
     for index in range(racers):
-        spec = {"name": str(index), "racers": racers, "barrier": str(barrier), "asset": asset, "table": table,
-                "warehouse": warehouse, "day": DAY, "rows": ROWS, "orders": ORDERS, "chunk": CHUNK}
+        spec = {"name": str(index), "racers": racers, "barrier": str(barrier), "job": job, "table": table,
+                "warehouse": warehouse, "day": DAY, "rows": ROWS, "orders": ORDERS, "chunk": CHUNK,
+                "tables": str(DEMO_TABLES)}
         processes.append(subprocess.Popen([sys.executable, str(script), json.dumps(spec)], cwd=REPO_ROOT, env=env,
                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE))
     outcomes, lost = [], 0
@@ -447,21 +558,21 @@ def race(tmp_path: Path, home: Path, *, asset: str, table: str, warehouse: str, 
 def test_two_concurrent_backfills_of_a_day_leave_one_copy(tmp_path: Path, dagster_home: Path) -> None:
     warehouse = str(tmp_path / "warehouse")
 
-    run_ids = race(tmp_path, dagster_home, asset="logs", table=LOG_TABLE, warehouse=warehouse)
+    run_ids = race(tmp_path, dagster_home, job=LOGS_JOB, table=LOG_TABLE, warehouse=warehouse)
 
     instance = dg.DagsterInstance.from_config(str(dagster_home))
     try:
         runs = [instance.get_run_by_id(run_id) for run_id in run_ids]
         assert len(set(run_ids)) == 2
         assert all(run is not None and run.status == dg.DagsterRunStatus.SUCCESS for run in runs)
-        assert instance.get_materialized_partitions(log_events.key) == {DAY}
+        assert instance.get_materialized_partitions(LOG_KEY) == {DAY}
     finally:
         instance.dispose()
     table = PaimonCatalogResource(warehouse=warehouse).table(LOG_TABLE)
     snapshots = assert_snapshots_read(table)
     # Both overwrote the day, one after the other: each snapshot holds the day exactly once.
     assert [s.commit_kind for s in snapshots] == ["OVERWRITE", "OVERWRITE"]
-    assert {s.commit_user for s in snapshots} == {f"dagster-{run_id}" for run_id in run_ids}
+    assert {s.commit_user for s in snapshots} == {commit_user_for(run_id, "logs/events", DAY) for run_id in run_ids}
     for snapshot in snapshots:
         assert day_events(table, DAY, snapshot.id).equals(expected_events(DAY))
     assert day_events(table, DAY).equals(expected_events(DAY))
@@ -472,33 +583,30 @@ def test_two_concurrent_backfills_of_a_day_leave_one_copy(tmp_path: Path, dagste
 def test_two_concurrent_backfills_of_an_orders_day_leave_the_same_orders(tmp_path: Path,
                                                                          dagster_home: Path) -> None:
     warehouse = str(tmp_path / "warehouse")
-    source = OrderEventSource(orders_per_partition=ORDERS, batch_size=500, commit_every_rows=CHUNK)
-    expected, chunks = reference_orders(str(tmp_path / "reference"), source)
+    expected, chunks = reference_orders(str(tmp_path / "reference"))
 
-    run_ids = race(tmp_path, dagster_home, asset="orders", table=ORDERS_TABLE, warehouse=warehouse)
+    run_ids = race(tmp_path, dagster_home, job=ORDERS_JOB, table=ORDERS_TABLE, warehouse=warehouse)
 
     table = PaimonCatalogResource(warehouse=warehouse).table(ORDERS_TABLE)
     snapshots = assert_snapshots_read(table)
-    # Each run committed each of its chunks once; the newest change of every order wins.
+    # Each run committed each of its chunks once (identifiers 1..n of its user); the newest
+    # change of every order wins.
     assert len(snapshots) == 2 * chunks
-    assert sorted(s.commit_user for s in snapshots) == sorted(
-        chunk_user(run_id, chunk) for run_id in run_ids for chunk in range(chunks))
-    assert {s.commit_identifier for s in snapshots} == {20240103}
+    assert sorted((s.commit_user, s.commit_identifier) for s in snapshots) == sorted(
+        (orders_user(run_id), chunk) for run_id in run_ids for chunk in range(1, chunks + 1))
     assert table.read().sort_by(SORT_ORDERS).equals(expected)
     assert orphans_now(table) == set()
 
 
 # ---- 3. sensor ticks through the daemon's code ----------------------------------------------------
 
+# The code location as `dagster dev` loads it (pipelines.definitions.load), on the test warehouse.
 SENSOR_DEFS = """
 import os
 
-import dagster as dg
+from pipelines.definitions import load
 
-from pipelines.definitions import build_resources, defs as project
-
-defs = dg.Definitions(assets=project.assets, asset_checks=project.asset_checks, jobs=project.jobs,
-                      sensors=project.sensors, resources=build_resources(warehouse=os.environ["{env}"]))
+defs = load(os.environ["{env}"])
 """
 WAREHOUSE_ENV = "PAIMON_RELIABILITY_WAREHOUSE"
 
@@ -553,6 +661,7 @@ def sensor_daemon(tmp_path: Path, warehouse: str, instance: dg.DagsterInstance,
         yield SensorDaemon(instance, context)
 
 
+
 def assert_one_run_per_key(daemon: SensorDaemon, name: str, run_key: str, *, cursor: str,
                            sensor_guard: str) -> None:
     """Ticks of ``name`` with the table unchanged launch nothing more than the run for ``run_key``:
@@ -578,10 +687,11 @@ def assert_one_run_per_key(daemon: SensorDaemon, name: str, run_key: str, *, cur
     assert [r.run_id for r in daemon.runs_with_key(run_key)] == [run.run_id]  # ... and nothing launched
 
 
+
 def test_the_compaction_sensor_launches_one_run_per_table_state(sensor_daemon: SensorDaemon,
-                                                                resources: dict[str, Any]) -> None:
-    events = resources["catalog"].ensure_table(LOG_TABLE, schema=LOG_SCHEMA, partition_keys=["dt"],
-                                               options=LOG_OPTIONS)
+                                                                catalog: PaimonCatalogResource,
+                                                                demo_defs: dg.Definitions) -> None:
+    events = ensure_table(catalog, demo_spec(LOG_TABLE))
     day = pa.Table.from_batches(synthetic_batches(DAY, rows=2_500, batch_size=500))
     for part in range(5):  # five small files in one bucket: the compaction trigger
         events.write(day.slice(part * 500, 500))
@@ -593,17 +703,20 @@ def test_the_compaction_sensor_launches_one_run_per_table_state(sensor_daemon: S
     assert tick.status == TickStatus.SUCCESS and tick.run_keys == [run_key]
     [run] = sensor_daemon.runs_with_key(run_key)
     assert run.job_name == COMPACTION_JOB and run.status == dg.DagsterRunStatus.QUEUED
-    assert run.run_config == compaction_run_config(LOG_TABLE, partitions=[f"dt={DAY}"])
+    target = declared_targets(demo_defs)[LOG_TABLE]
+    assert run.run_config == compaction_run_config(target, partitions=[f"dt={DAY}"])
     assert_one_run_per_key(sensor_daemon, LOG_SENSOR, run_key, cursor="5",
                            sensor_guard=f"compaction run {run.run_id} is queued")
     assert len(events.snapshots()) == 5  # sensors only read
 
 
 def test_the_revenue_sensor_launches_one_run_per_orders_state(sensor_daemon: SensorDaemon,
-                                                              resources: dict[str, Any],
-                                                              instance: dg.DagsterInstance) -> None:
-    assert materialize_orders_day(resources, instance).success
-    orders = resources["catalog"].table(ORDERS_TABLE)
+                                                              materialize_orders: Any,
+                                                              catalog: PaimonCatalogResource,
+                                                              demo_defs: dg.Definitions) -> None:
+    orders_run, totals_run = materialize_orders(DAY)
+    assert orders_run.success and totals_run is not None and totals_run.success
+    orders = catalog.table(ORDERS_TABLE)
     orders.compact(full=True)  # full compaction: shop.orders' changelog, what the consumer reads
     latest = orders.latest_snapshot()
     assert latest is not None
@@ -613,13 +726,13 @@ def test_the_revenue_sensor_launches_one_run_per_orders_state(sensor_daemon: Sen
 
     assert sensor_daemon.last_tick(REVENUE_SENSOR).run_keys == [run_key]
     [run] = sensor_daemon.runs_with_key(run_key)
-    assert run.job_name == "order_revenue_job" and run.status == dg.DagsterRunStatus.QUEUED
+    assert run.job_name == REVENUE_JOB and run.status == dg.DagsterRunStatus.QUEUED
     assert_one_run_per_key(sensor_daemon, REVENUE_SENSOR, run_key, cursor=str(latest.id),
-                           sensor_guard=f"run {run.run_id} of order_revenue_job is queued")
+                           sensor_guard=f"run {run.run_id} of {REVENUE_JOB} is queued")
     # Evaluated directly twice from the same starting cursor, the request is the same.
-    sensor = job_definitions(resources).resolve_sensor_def(REVENUE_SENSOR)
+    sensor = demo_defs.resolve_sensor_def(REVENUE_SENSOR)
     ticks = [sensor.evaluate_tick(dg.build_sensor_context(instance=dg.DagsterInstance.ephemeral(), cursor=None,
-                                                          resources={"catalog": resources["catalog"]}))
+                                                          resources={"paimon_catalog": catalog}))
              for _ in range(2)]
     assert [[r.run_key for r in tick.run_requests or []] for tick in ticks] == [[run_key], [run_key]]
     assert [tick.cursor for tick in ticks] == [str(latest.id)] * 2
@@ -647,15 +760,19 @@ def test_a_bad_warehouse_is_refused_when_the_resource_is_built(
     assert files_under(tmp_path) == set()
 
 
+def definitions_on(catalog: PaimonCatalogResource) -> dg.Definitions:
+    """The demo's tables on a catalog resource of the test's own (small sources)."""
+    return paimon_definitions(demo_specs(), catalog=catalog, resources=small_sources())
+
+
 def test_a_bad_warehouse_from_an_env_var_fails_the_run_before_anything_is_written(
         instance: dg.DagsterInstance, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PAIMON_RELIABILITY_BAD_WAREHOUSE", "")
-    resources = build_resources(warehouse=str(tmp_path / "unused"))
-    resources["catalog"] = PaimonCatalogResource(warehouse=dg.EnvVar("PAIMON_RELIABILITY_BAD_WAREHOUSE"))
+    defs = definitions_on(PaimonCatalogResource(warehouse=dg.EnvVar("PAIMON_RELIABILITY_BAD_WAREHOUSE")))
 
     with pytest.raises(dg.DagsterResourceFunctionError) as raised:
-        dg.materialize([log_events], partition_key=DAY, resources=resources, instance=instance, tags=RUN_TAGS)
+        JobRunner(defs, instance)(LOGS_JOB, DAY)
 
     assert "warehouse is empty" in str(raised.value.__cause__)
     assert files_under(tmp_path) == set()
@@ -672,66 +789,69 @@ def test_an_unset_env_var_in_storage_options_names_the_variable(instance: dg.Dag
                                                                 warehouse: str,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PAIMON_RELIABILITY_UNSET", raising=False)
-    resources = build_resources(warehouse=warehouse)
-    resources["catalog"] = PaimonCatalogResource(warehouse=warehouse,
-                                                 storage_options={"key": dg.EnvVar("PAIMON_RELIABILITY_UNSET")})
+    defs = definitions_on(PaimonCatalogResource(warehouse=warehouse,
+                                                storage_options={"key": dg.EnvVar("PAIMON_RELIABILITY_UNSET")}))
 
     with pytest.raises(dg.DagsterInvalidConfigError,
                        match='environment variable "PAIMON_RELIABILITY_UNSET" which is not set'):
-        dg.materialize([log_events], partition_key=DAY, resources=resources, instance=instance, tags=RUN_TAGS)
+        JobRunner(defs, instance)(LOGS_JOB, DAY)
 
     assert not Path(warehouse).exists()
 
 
 @pytest.mark.parametrize("day", ["2024-13-45", "2024/01/03", "yesterday"])
 def test_a_partition_key_that_is_not_a_day_is_refused_before_the_run(
-        day: str, resources: dict[str, Any], instance: dg.DagsterInstance, warehouse: str) -> None:
+        day: str, demo_defs: dg.Definitions, resources: dict[str, Any], instance: dg.DagsterInstance,
+        warehouse: str) -> None:
     with pytest.raises(dg.DagsterUnknownPartitionError, match=f"key `{day}`"):
-        dg.materialize([log_events], partition_key=day, resources=resources, instance=instance, tags=RUN_TAGS)
+        dg.materialize([demo_defs.resolve_assets_def(LOG_KEY)], partition_key=day, resources=resources,
+                       instance=instance)
     with pytest.raises(dg.DagsterUnknownPartitionError, match=f"key `{day}`"):
-        job_definitions(resources).resolve_job_def("ingest_log_events_job").execute_in_process(
-            partition_key=day, instance=instance)
+        demo_defs.resolve_job_def(LOGS_JOB).execute_in_process(partition_key=day, instance=instance)
 
     assert not Path(warehouse).exists()
     assert instance.get_runs() == []  # refused before a run was created
 
 
-@pytest.mark.parametrize(("job", "run_config"), [
-    (COMPACTION_JOB, compaction_run_config("logs.nope")),
-    (FULL_COMPACTION_JOB, full_compaction_run_config("logs.nope")),
-    (COMPACTION_JOB, compaction_run_config("nodb.events")),
+@pytest.mark.parametrize(("job", "table"), [
+    (COMPACTION_JOB, "logs.nope"),
+    (FULL_COMPACTION_JOB, "logs.nope"),
+    (COMPACTION_JOB, "nodb.events"),
 ])
 def test_a_compaction_of_a_table_that_does_not_exist_fails_and_writes_nothing(
-        job: str, run_config: dict[str, Any], materialize_day: Any, resources: dict[str, Any],
-        instance: dg.DagsterInstance, warehouse: str) -> None:
+        job: str, table: str, materialize_day: Any, run_job: JobRunner, warehouse: str) -> None:
     materialize_day(DAY)  # the warehouse and logs.events exist
     before = files_under(Path(warehouse))
+    target = TableTarget(table, dg.AssetKey(table.split(".")))
+    run_config = (compaction_run_config(target) if job == COMPACTION_JOB else full_compaction_run_config(target))
 
-    with pytest.raises((TableNotFoundError, DatabaseNotFoundError), match="does not exist"):
-        job_definitions(resources).resolve_job_def(job).execute_in_process(run_config=run_config,
-                                                                          instance=instance)
+    result = run_job(job, run_config=run_config, tags=compaction_tags(table), raise_on_error=False)
 
+    assert not result.success
+    failure = next(e for e in result.all_events if e.is_step_failure)
+    assert f"Paimon table {table}" in str(failure.step_failure_data.error)
+    assert "does not exist" in str(failure.step_failure_data.error)
+    assert dg.DagsterEventType.STEP_UP_FOR_RETRY not in event_types(result)
     assert files_under(Path(warehouse)) == before
 
 
 @pytest.mark.parametrize(("override", "value"), [("retain_min", -1), ("retain_max", 0), ("max_deletes", -5)])
 def test_an_expiry_with_negative_retention_is_refused_and_expires_nothing(
-        override: str, value: int, materialize_day: Any, resources: dict[str, Any], instance: dg.DagsterInstance,
-        warehouse: str) -> None:
+        override: str, value: int, materialize_day: Any, run_job: JobRunner, demo_defs: dg.Definitions,
+        catalog: PaimonCatalogResource, warehouse: str) -> None:
     materialize_day(DAY)
     materialize_day(DAY)
     before = files_under(Path(warehouse))
 
-    run_config = expire_run_config(LOG_TABLE, older_than="now")
+    run_config = expire_run_config(declared_targets(demo_defs)[LOG_TABLE], older_than="now")
     run_config["ops"]["expire_snapshots"]["config"][override] = value
 
     with pytest.raises(pydantic.ValidationError, match="greater than or equal to 1") as raised:
-        job_definitions(resources).resolve_job_def(EXPIRE_JOB).execute_in_process(
-            run_config=run_config, instance=instance, tags=maintenance_tags(LOG_TABLE))
+        run_job(EXPIRE_JOB, run_config=run_config, tags=maintenance_tags(LOG_TABLE))
 
     assert raised.value.errors()[0]["loc"] == (override,)
     assert files_under(Path(warehouse)) == before
-    assert len(resources["catalog"].table(LOG_TABLE).snapshots()) == 2
+    assert len(catalog.table(LOG_TABLE).snapshots()) == 2
 
 
 # ---- 5. secrets as EnvVar storage options ---------------------------------------------------------
@@ -751,12 +871,12 @@ def test_s3_credentials_come_from_env_vars_and_are_shown_nowhere(instance: dg.Da
     seen: dict[str, Any] = {}
 
     @dg.asset
-    def s3_probe(context: dg.AssetExecutionContext, catalog: PaimonCatalogResource) -> None:
-        fs = catalog.catalog().file_io.fs
+    def s3_probe(context: dg.AssetExecutionContext, paimon_catalog: PaimonCatalogResource) -> None:
+        fs = paimon_catalog.catalog().file_io.fs
         seen.update(protocol=fs.protocol, key=fs.key, secret=fs.secret, endpoint=fs.endpoint_url)
-        context.log.info(f"catalog resource: {catalog!r}")
+        context.log.info(f"catalog resource: {paimon_catalog!r}")
 
-    result = dg.materialize([s3_probe], resources={"catalog": resource}, instance=instance)
+    result = dg.materialize([s3_probe], resources={"paimon_catalog": resource}, instance=instance)
 
     assert result.success
     assert seen == {"protocol": ("s3", "s3a"), "key": KEY, "secret": SECRET, "endpoint": "http://127.0.0.1:9"}
@@ -766,8 +886,8 @@ def test_s3_credentials_come_from_env_vars_and_are_shown_nowhere(instance: dg.Da
                        match=r"storage_options\['key'\], storage_options\['secret'\]: dg.EnvVar values"):
         resource.catalog()  # unresolved: the fields hold the variables' names, not credentials
     # Displayed: the UI's view of the resource names the variables; the repr leaves the options out.
-    repository = dg.Definitions(assets=[s3_probe], resources={"catalog": resource}).get_repository_def()
-    [snap] = [r for r in RepositorySnap.from_def(repository).resources or [] if r.name == "catalog"]
+    repository = dg.Definitions(assets=[s3_probe], resources={"paimon_catalog": resource}).get_repository_def()
+    [snap] = [r for r in RepositorySnap.from_def(repository).resources or [] if r.name == "paimon_catalog"]
     shown = json.dumps(snap.configured_values, default=repr)
     assert KEY_ENV in shown and SECRET_ENV in shown
     assert SECRET not in repr(resource) and SECRET not in str(resource.storage_options)
