@@ -6,7 +6,7 @@ JAVA_ORACLE := .java-oracle
 BIN := $(VENV)/bin
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 
-.PHONY: demo test lint venv oracle java-oracle bench ui clean
+.PHONY: demo test lint venv oracle java-oracle chromium bench ui clean
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -41,6 +41,13 @@ $(JAVA_ORACLE)/.installed: tests/interop/java/install.sh
 		echo "WARNING: could not build the Java oracle in $(JAVA_ORACLE); Java interop tests will be SKIPPED" >&2; \
 	fi
 
+# Debian's chromium drives the UI test (tests/ui) headless; without it (no apt-get, not root) that
+# test skips, loudly.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && \
+		{ apt-get install -y -q chromium >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; }; }; } || \
+		echo "WARNING: could not install chromium; the UI test will be SKIPPED" >&2
+
 venv: $(VENV)/.installed
 oracle: $(ORACLE)/.installed $(ORACLE)/.rust-installed
 java-oracle: venv $(JAVA_ORACLE)/.installed
@@ -53,7 +60,7 @@ lint: venv
 	$(BIN)/mypy
 
 # The storage tests need S3: SeaweedFS and moto are started on 127.0.0.1 and stopped by PID.
-test: venv oracle java-oracle lint
+test: venv oracle java-oracle chromium lint
 	tests/s3/with_servers.sh $(BIN)/python $(BIN)/pytest
 
 bench: venv oracle

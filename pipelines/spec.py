@@ -22,7 +22,7 @@ from paimon_core.catalog import validate_table
 from paimon_core.errors import PaimonError, TableDefinitionError
 from paimon_core.options import TableOptions
 from pipelines.schedule_ticks import checked_cron
-from resources.landing_location import LandingLocation
+from resources.landing_location import LandingError, LandingLocation
 from resources.partition_mapping import (
     PartitionMapping,
     PartitionMappingError,
@@ -395,8 +395,11 @@ class PaimonTableSpec:
             if ingestion.mode == "append":
                 raise _fail(table, "ingestion.mode", "a landing location is ingested per partition with overwrite "
                             "(or upsert), so re-running a partition never ingests its files twice")
-            ingestion.landing.validate(table=table, partitioned=self.partitions.kind != "none",
-                                       columns=self.partition_keys)
+            try:
+                ingestion.landing.validate(table=table, partitioned=self.partitions.kind != "none",
+                                           columns=self.partition_keys)
+            except LandingError as exc:
+                raise TableDefinitionError(str(exc)) from None
         for name, value, low in (("sensor_interval_seconds", ingestion.sensor_interval_seconds, 1),
                                  ("lookback", ingestion.lookback, 1), ("retries", ingestion.retries, 0),
                                  ("schedule_minute", ingestion.schedule_minute, 0)):

@@ -1,0 +1,160 @@
+"""Reference tests of the pure parts of a table declaration: the spec's validation, the partition
+mapping, the YAML component's models and the landing template's matching."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from paimon_core.errors import TableDefinitionError
+from pipelines.component import TableModel
+from pipelines.spec import Column, Compaction, DataChecks, Ingestion, Input, Maintenance, PaimonTableSpec, Partitions
+from resources.landing_location import LandingLocation, template_regex
+from resources.partition_mapping import PartitionMapping, PartitionMappingError, static_mapping, time_mapping
+
+COLUMNS = (Column("dt", "STRING NOT NULL"), Column("id", "BIGINT NOT NULL"), Column("name", "VARCHAR(20)"),
+           Column("amount", "DECIMAL(12, 2)"))
+DAYS = Partitions("daily", start="2024-01-01", end="2024-01-08")
+
+
+def source(context: Any) -> pa.Table:
+    return pa.table({"id": [1]})
+
+
+def spec(**changes: Any) -> PaimonTableSpec:
+    fields: dict[str, Any] = {"table": "crm.customers", "columns": COLUMNS, "primary_key": ("dt", "id"),
+                              "partition_keys": ("dt",), "partitions": DAYS,
+                              "ingestion": Ingestion(mode="upsert", function=source)}
+    return PaimonTableSpec(**{**fields, **changes})
+
+
+def test_a_valid_spec_and_what_it_derives() -> None:
+    declared = spec(asset_key=("lake", "crm", "customers"))
+    assert declared.key.path == ["lake", "crm", "customers"]
+    assert declared.name == "crm_customers" and declared.group_name == "crm"
+    assert declared.table_options()["write-only"] == "true"
+    schema = declared.arrow_schema()
+    assert schema.field("amount").type == pa.decimal128(12, 2)
+    assert not schema.field("id").nullable
+    mapping = declared.partition_mapping()
+    assert mapping is not None and mapping.values("2024-01-03") == {"dt": "2024-01-03"}
+
+
+def test_default_asset_key_is_database_and_table() -> None:
+    assert spec().key.path == ["crm", "customers"]
+
+
+def test_an_arrow_schema_is_accepted_as_columns() -> None:
+    declared = spec(columns=pa.schema([pa.field("dt", pa.string(), False), pa.field("id", pa.int64(), False)]))
+    assert [c.name for c in declared.column_list] == ["dt", "id"]
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"columns": (Column("dt", "STRNG"), Column("id", "BIGINT"))}, "STRNG"),
+    ({"primary_key": ("dt", "customer")}, "customer"),
+    ({"options": {"bucket": "two"}}, "bucket"),
+    ({"options": {"merge-engine": "dedup"}}, "merge-engine"),
+    ({"partitions": Partitions("daily")}, "partitions.start"),
+    ({"partitions": Partitions("yearly", start="2024-01-01")}, "partitions.kind"),
+    ({"partitions": Partitions("daily", start="2024-01-01", mapping={"dt": "%Y-%m"})}, "same Paimon partition"),
+    ({"partitions": Partitions("daily", start="2024-01-01", mapping={"day": "%Y-%m-%d"})}, "not partition keys"),
+    ({"partition_keys": (), "primary_key": ("id",)}, "no partition_keys"),
+    ({"ingestion": Ingestion(mode="merge", function=source)}, "ingestion.mode"),
+    ({"ingestion": Ingestion(mode="upsert")}, "exactly one of function"),
+    ({"ingestion": Ingestion(mode="upsert", function="no_such_module:f")}, "cannot import"),
+    ({"ingestion": Ingestion(mode="append", landing=LandingLocation("/x/dt={partition}/*.parquet"))},
+     "overwrite"),
+    ({"ingestion": Ingestion(mode="upsert", landing=LandingLocation("/x/*.parquet"))}, "{partition}"),
+    ({"compaction": Compaction(level0_threshold=2)}, "below the table's compaction trigger"),
+    ({"compaction": Compaction(job="major")}, "compaction.job"),
+    ({"maintenance": Maintenance(expire_cron="every hour")}, "maintenance.expire_cron"),
+    ({"maintenance": Maintenance(retain_min=30, retain_max=10)}, "retain_min"),
+    ({"checks": DataChecks(not_null=("nme",))}, "checks.not_null"),
+    ({"asset_key": ("lake", "")}, "asset_key"),
+])
+def test_bad_declarations_name_the_table_and_the_field(changes: dict[str, Any], message: str) -> None:
+    with pytest.raises(TableDefinitionError) as error:
+        spec(**changes)
+    assert "crm.customers" in str(error.value)
+    assert message in str(error.value)
+
+
+def test_upsert_needs_a_primary_key() -> None:
+    with pytest.raises(TableDefinitionError, match="upsert needs a primary key"):
+        spec(primary_key=(), columns=COLUMNS)
+
+
+def test_changes_consumers_append_to_unpartitioned_assets() -> None:
+    consumer = spec(partitions=Partitions(), ingestion=Ingestion(mode="append", function=source,
+                                                                 changes_of="shop.orders"))
+    assert consumer.partitions_def() is None
+    with pytest.raises(TableDefinitionError, match="unpartitioned"):
+        spec(ingestion=Ingestion(mode="append", function=source, changes_of="shop.orders"))
+    with pytest.raises(TableDefinitionError, match="drop landing and inputs"):
+        spec(partitions=Partitions(), ingestion=Ingestion(mode="append", function=source, changes_of="a.b",
+                                                          inputs={"x": Input(("a", "b"))}))
+
+
+# ---- partition mapping ------------------------------------------------------------------------
+
+
+def test_time_mapping_round_trips_and_filters() -> None:
+    hourly = time_mapping({"dt": "%Y-%m-%d", "hh": "%H"}, "%Y-%m-%d-%H:%M",
+                          ["2024-01-01-00:00", "2024-01-01-01:00"], table="t.t")
+    assert hourly.values("2024-01-01-05:00") == {"dt": "2024-01-01", "hh": "05"}
+    assert hourly.key_of({"dt": "2024-01-01", "hh": "05"}) == "2024-01-01-05:00"
+    assert hourly.key_of({"dt": "2024-01-01"}) is None
+    assert hourly.filter(["2024-01-01-05:00"]) == [("dt", "=", "2024-01-01"), ("hh", "=", "05")]
+    assert hourly.filter(["2024-01-01-05:00", "2024-01-02-06:00"]) == [
+        [("dt", "=", "2024-01-01"), ("hh", "=", "05")], [("dt", "=", "2024-01-02"), ("hh", "=", "06")]]
+    assert PartitionMapping.from_json(hourly.to_metadata()) == hourly
+
+
+def test_monthly_values_give_back_their_key() -> None:
+    monthly = time_mapping({"month": "%Y-%m"}, "%Y-%m-%d", ["2024-01-01", "2024-02-01"], table="t.t")
+    assert monthly.values("2024-02-01") == {"month": "2024-02"}
+    assert monthly.key_of({"month": "2024-02"}) == "2024-02-01"
+
+
+def test_a_coarser_pattern_is_refused() -> None:
+    with pytest.raises(PartitionMappingError, match="same Paimon partition"):
+        time_mapping({"dt": "%Y-%m"}, "%Y-%m-%d", ["2024-01-01", "2024-01-02"], table="t.t")
+
+
+def test_static_and_legacy_mappings() -> None:
+    regions = static_mapping("region")
+    assert regions.values("eu") == {"region": "eu"} and regions.key_of({"region": "eu"}) == "eu"
+    assert regions.filter(["eu", "us"]) == [("region", "in", ["eu", "us"])]
+    assert PartitionMapping.from_metadata({"partition_expr": "dt"}) == static_mapping("dt")
+    assert PartitionMapping.from_metadata({}) is None
+
+
+# ---- YAML models and landing templates --------------------------------------------------------
+
+
+def test_yaml_models_resolve_into_the_same_spec() -> None:
+    model = TableModel.model_validate({
+        "table": "crm.customers", "primary_key": ["dt", "id"], "partition_keys": ["dt"],
+        "columns": [{"name": "dt", "type": "STRING NOT NULL"}, {"name": "id", "type": "BIGINT NOT NULL"},
+                    {"name": "name", "type": "VARCHAR(20)"}, {"name": "amount", "type": "DECIMAL(12, 2)"}],
+        "options": {"bucket": 2},
+        "partitions": {"kind": "daily", "start": "2024-01-01", "end": "2024-01-08"},
+        "ingestion": {"mode": "upsert", "function": "tests.unit.test_table_spec:source"},
+        "maintenance": {"enabled": False},
+    })
+    declared = model.spec()
+    assert declared.options == {"bucket": "2"}
+    assert declared.maintenance.expire_cron is None and declared.maintenance.orphans_cron is None
+    assert declared.arrow_schema() == spec(options={"bucket": "2"}).arrow_schema()
+
+
+def test_landing_templates_match_their_files() -> None:
+    shape = template_regex("s3://bucket/landing/dt={partition}/region={region}/*.parquet")
+    match = shape.fullmatch("s3://bucket/landing/dt=2024-01-02/region=eu/part-0.parquet")
+    assert match is not None and match.group("partition") == "2024-01-02"
+    assert shape.fullmatch("s3://bucket/landing/dt=2024-01-02/part-0.parquet") is None
+    nested = template_regex("/data/{partition}/**/*.csv")
+    deep = nested.fullmatch("/data/2024-01-02/a/b/c.csv")
+    assert deep is not None and deep.group("partition") == "2024-01-02"
