@@ -35,7 +35,7 @@ import paimon_core as pc
 from paimon_core.compaction.compactor import BucketCompaction, BucketTotals, CompactionResult
 from paimon_core.compaction.state import BucketState, LsmState
 from paimon_core.errors import CommitConflictError, DatabaseNotFoundError, InvalidNameError, TableNotFoundError
-from pipelines.lsm import COMPACTION_TAG, check_outcomes, partition_spec, state_metadata
+from pipelines.lsm import COMPACTION_TAG, check_outcomes, lsm_metadata, partition_spec, state_metadata
 from pipelines.target import TableTarget, TargetConfig, resolve_target
 from resources import PaimonCatalogResource
 
@@ -251,7 +251,7 @@ def compaction_metadata(done: PartitionCompaction) -> dict[str, Any]:
     return {
         "paimon/compaction/table": done.table,
         "paimon/compaction/partition": done.partition or "-",
-        "paimon/compaction/snapshot_id": done.snapshot_id if done.snapshot_id is not None else -1,
+        "paimon/compaction/snapshot_id": str(done.snapshot_id) if done.snapshot_id is not None else "-",
         "paimon/compaction/buckets_compacted": len(done.buckets),
         "paimon/compaction/files_in": done.files_in,
         "paimon/compaction/files_out": done.files_out,
@@ -356,6 +356,10 @@ def report_compaction(context: dg.OpExecutionContext, paimon_catalog: PaimonCata
     metadata: dict[str, Any] = {key: value for key, value in summary.items() if key != "snapshots"}
     metadata["snapshots"] = ", ".join(map(str, snapshots)) or "-"
     metadata["levels_after"] = state_metadata(after)["levels"]
+    if snapshots:
+        context.log_event(dg.AssetObservation(
+            asset_key=plan.target.asset_key, metadata={**lsm_metadata(after), "paimon/lsm/snapshot_id": str(
+                after.snapshot_id)}, description=f"LSM shape after compaction snapshot(s) {metadata['snapshots']}"))
     return dg.Output(summary, metadata=metadata)
 
 

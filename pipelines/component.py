@@ -27,6 +27,7 @@ declared in Python gets.
 from __future__ import annotations
 
 import datetime as dt_
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -209,5 +210,16 @@ class PaimonTables(dg.Component, dg.Model, dg.Resolvable):
         return specs
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
-        return paimon_definitions(self.specs(), warehouse=self.warehouse, storage_options=self.storage_options,
-                                  declared_in=str(context.path / "defs.yaml"))
+        return paimon_definitions(self.specs(), warehouse=self.resolved_warehouse(context.project_root),
+                                  storage_options=self.storage_options, declared_in=str(context.path / "defs.yaml"))
+
+    def resolved_warehouse(self, project_root: Path) -> str:
+        """A relative path is the project's: the webserver, daemon and run workers may start in
+        different directories and must all see the same tables."""
+        text = self.warehouse.strip()
+        if not text:
+            raise TableDefinitionError("PaimonTables: warehouse is empty (is the environment variable of its "
+                                       "{{ env.X }} template set?)")
+        if "://" in text or Path(text).is_absolute():
+            return text
+        return str((project_root / text).resolve())

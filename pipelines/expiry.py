@@ -69,9 +69,11 @@ def expiry_metadata(table: pc.Table, plan: ExpiryPlan, before: SnapshotSpan, aft
         "paimon/maintenance/dry_run": plan.dry_run,
         "paimon/maintenance/snapshots_expired": len(plan.snapshots),
         "paimon/maintenance/expired_snapshots": f"{plan.snapshots[0]}..{plan.snapshots[-1]}" if plan.snapshots else "-",
-        "paimon/maintenance/earliest_snapshot_before": before.earliest if before.earliest is not None else -1,
-        "paimon/maintenance/earliest_snapshot_after": plan.earliest_after if plan.earliest_after is not None else -1,
-        "paimon/maintenance/latest_snapshot": after.latest if after.latest is not None else -1,
+        # Ids as text (worth reading, not plotting); the counts below are the plots.
+        "paimon/maintenance/earliest_snapshot_before": str(before.earliest) if before.earliest is not None else "-",
+        "paimon/maintenance/earliest_snapshot_after": (str(plan.earliest_after) if plan.earliest_after is not None
+                                                       else "-"),
+        "paimon/maintenance/latest_snapshot": str(after.latest) if after.latest is not None else "-",
         "paimon/maintenance/snapshots_retained_before": before.count,
         "paimon/maintenance/snapshots_retained_after": after.count,
         "paimon/maintenance/data_files": len(plan.data_files),

@@ -26,6 +26,7 @@ from paimon_core.errors import PaimonError
 from pipelines.changes_ingestion import consume_changes
 from pipelines.checks import lsm_checks, maintenance_checks
 from pipelines.data_checks import data_check
+from pipelines.lsm import lsm_metadata
 from pipelines.maintenance_checks import ORPHANS_CHECK
 from pipelines.spec import PaimonTableSpec
 from pipelines.target import TABLE_METADATA_KEY, TABLE_TAG, TARGET_METADATA_KEY, TableTarget
@@ -201,6 +202,7 @@ def ingest(context: dg.AssetExecutionContext, spec: PaimonTableSpec, produce: Ca
                                   commit_every_rows=spec.ingestion.commit_every_rows)
     metadata = write_metadata(table, snapshot_id=receipt.snapshot_id, partition=values,
                               rows_written=receipt.rows_written)
+    metadata.update(lsm_metadata(table.lsm_state()))
     metadata["paimon/ingest/mode"] = mode
     metadata["paimon/ingest/commits"] = receipt.commits
     metadata["paimon/ingest/reused_commit"] = receipt.reused

@@ -161,6 +161,23 @@ def state_metadata(state: LsmState) -> dict[str, Any]:
     }
 
 
+def lsm_metadata(state: LsmState) -> dict[str, Any]:
+    """The table's shape as plottable numbers (``paimon/lsm/*``), recorded with every write and
+    after every compaction so the asset's plots show level 0 growing and compaction folding it:
+    the worst bucket's level-0 files, the bytes the picker would rewrite now, and files and bytes
+    per level over all buckets."""
+    levels = max((len(b.level_files) for b in state.buckets), default=0)
+    per_level = [sum(b.level_files[i] for b in state.buckets if i < len(b.level_files)) for i in range(levels)]
+    metadata: dict[str, Any] = {
+        "paimon/lsm/max_level0_files": state.max_level0_files,
+        "paimon/lsm/debt_bytes": state.debt_bytes,
+        "paimon/lsm/files": sum(b.files for b in state.buckets),
+        "paimon/lsm/bytes": sum(b.total_bytes for b in state.buckets),
+    }
+    metadata.update({f"paimon/lsm/level{level}_files": count for level, count in enumerate(per_level) if count})
+    return metadata
+
+
 @dataclass(frozen=True, slots=True)
 class CheckOutcome:
     """One LSM check's verdict, convertible to a check result (in a check) or evaluation (in an op)."""

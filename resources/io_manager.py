@@ -246,7 +246,7 @@ class PaimonTableIOManager(dg.ConfigurableIOManager):
         if module.startswith("polars"):
             import polars as pl  # optional: only asked for by inputs annotated with polars frames
 
-            frame = pl.from_arrow(data)
+            frame = pl.DataFrame(data)
             return frame.lazy() if name == "LazyFrame" else frame
         return data
 

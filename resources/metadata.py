@@ -63,7 +63,8 @@ def write_metadata(table: pc.Table, *, snapshot_id: int | None, partition: Mappi
     metadata: dict[str, Any] = {
         "paimon/ingest/rows_written": rows_written,
         "paimon/ingest/files": sum(len(split.files) for split in splits),
-        "paimon/ingest/snapshot_id": snapshot.id if snapshot is not None else -1,
+        # Text, not a number: an id is worth reading, not plotting.
+        "paimon/ingest/snapshot_id": str(snapshot.id) if snapshot is not None else "-",
         "paimon/ingest/commit_kind": snapshot.commit_kind if snapshot is not None else "NONE",
         "dagster/row_count": stored,
         "dagster/partition_row_count": in_partition,

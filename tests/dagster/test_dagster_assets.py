@@ -86,7 +86,7 @@ def test_rematerializing_a_day_replaces_it(materialize_day: Any, resources: dict
     snapshots = table.snapshots()
     assert [s.commit_kind for s in snapshots] == ["OVERWRITE", "OVERWRITE"]
     assert snapshots[-1].total_record_count == rows.num_rows
-    assert metadata_of(second)["paimon/ingest/snapshot_id"] == snapshots[-1].id
+    assert metadata_of(second)["paimon/ingest/snapshot_id"] == str(snapshots[-1].id)
     assert metadata_of(second)["paimon/ingest/reused_commit"] is False  # another run writes again
 
 
@@ -114,7 +114,7 @@ def test_materialization_metadata(materialize_day: Any, resources: dict[str, Any
     assert metadata["dagster/partition_row_count"] == rows
     assert metadata["dagster/row_count"] == 2 * rows  # an append table: the manifests count it exactly
     assert metadata["paimon/ingest/files"] == len(day_files) >= 1
-    assert metadata["paimon/ingest/snapshot_id"] == table.latest_snapshot().id == 2
+    assert metadata["paimon/ingest/snapshot_id"] == str(table.latest_snapshot().id) == "2"  # text: read, not plotted
     assert metadata["paimon/ingest/commit_kind"] == "OVERWRITE"
     assert metadata["paimon/ingest/mode"] == "overwrite"
     assert metadata["paimon/ingest/commits"] == 1
@@ -124,6 +124,9 @@ def test_materialization_metadata(materialize_day: Any, resources: dict[str, Any
     assert not any(key.startswith("paimon/ingest/inserts") for key in metadata)  # no row-kind column
     schema = metadata["dagster/column_schema"]
     assert [(c.name, c.type) for c in schema.columns] == [(f.name, str(f.type)) for f in SCHEMA]
+    # The LSM shape after the write: one level-0 file per day (write-only: compaction runs elsewhere).
+    assert metadata["paimon/lsm/max_level0_files"] == 1
+    assert metadata["paimon/lsm/level0_files"] == metadata["paimon/lsm/files"] == 2
 
 
 def test_commit_records_run_asset_and_partition(materialize_day: Any, resources: dict[str, Any]) -> None:

@@ -4,6 +4,7 @@ Expected table contents come from a pure-Python replay of the change stream (one
 +I/+U set the row, -U/-D remove it), never from paimon_core itself.
 """
 
+import dataclasses
 import datetime as dt_
 import json
 from collections.abc import Iterator
@@ -16,18 +17,14 @@ import pyarrow as pa
 import pyarrow.compute as pac
 import pyarrow.parquet as pq
 import pytest
+import yaml
 from cdc_truth import replay
 
 import paimon_core as pc
-from pipelines.definitions import build_resources, defs
-from pipelines.order_assets import (
-    ORDERS_KEY,
-    ORDERS_RUN_TAGS,
-    USER_ORDER_TOTALS_KEY,
-    apply_day,
-    replace_partition,
-)
-from pipelines.orders import (
+from pipelines.component import TableModel
+from pipelines.definitions import REPO_ROOT, load
+from pipelines.demo.order_source import OrderEventSource
+from pipelines.demo.orders import (
     ORDERS_OPTIONS,
     ORDERS_PRIMARY_KEY,
     ORDERS_SCHEMA,
@@ -41,24 +38,39 @@ from pipelines.orders import (
     synthetic_cdc,
     user_contributions,
 )
-from resources import OrderEventSource
+from pipelines.factory import paimon_definitions
+from pipelines.target import TABLE_TAG
+from resources import commit_user_for, write_partition
+from tests.dagster.conftest import ORDERS_JOB, TOTALS_JOB, JobRunner, small_sources
 
 DAY = "2024-01-03"
-OTHER_DAY = "2024-01-04"
+OTHER_DAY = "2024-01-02"
+ORDERS_KEY = dg.AssetKey(["shop", "orders"])
+TOTALS_KEY = dg.AssetKey(["shop", "user_order_totals"])
+DATA_CHECK = "partition_valid"
+# shop.orders commits every this many changes (ingestion.commit_every_rows in the YAML).
+COMMIT_EVERY = 1_500
 
 
 # ---- helpers --------------------------------------------------------------------------------
 
 
-def table_of(resources: dict[str, Any], name: str = ORDERS_TABLE) -> pc.Table:
-    return resources["catalog"].table(name)
+def table_of(defs_or_resources: dg.Definitions | dict[str, Any], name: str = ORDERS_TABLE) -> pc.Table:
+    resources = defs_or_resources if isinstance(defs_or_resources, dict) else dict(defs_or_resources.resources or {})
+    return resources["paimon_catalog"].table(name)
 
 
-def metadata_of(result: dg.ExecuteInProcessResult, key: dg.AssetKey) -> dict[str, Any]:
+def metadata_of(result: dg.ExecuteInProcessResult | None, key: dg.AssetKey) -> dict[str, Any]:
     """Plain values of the run's materialization of ``key``."""
+    assert result is not None
     [event] = [e for e in result.get_asset_materialization_events() if e.asset_key == key]
     metadata = event.step_materialization_data.materialization.metadata
     return {name: getattr(value, "value", value) for name, value in metadata.items()}
+
+
+def evaluation_of(result: dg.ExecuteInProcessResult, name: str = DATA_CHECK) -> Any:
+    [evaluation] = [e for e in result.get_asset_check_evaluations() if e.check_name == name]
+    return evaluation
 
 
 def day_changes(resources: dict[str, Any], day: str) -> pa.Table:
@@ -69,16 +81,27 @@ def day_rows(table: pc.Table, day: str) -> pa.Table:
     return table.read(filter=[("dt", "=", day)]).sort_by("order_id")
 
 
+def kind_counts(changes: pa.Table) -> dict[str, int]:
+    return {r["op"]: r["op_count"] for r in changes.group_by("op").aggregate([("op", "count")]).to_pylist()}
+
+
+def declared_orders() -> Any:
+    """shop.orders as the demo's YAML declares it."""
+    document = yaml.safe_load((REPO_ROOT / "pipelines/demo/defs/tables/defs.yaml").read_text())
+    [entry] = [t for t in document["attributes"]["tables"] if t["table"] == ORDERS_TABLE]
+    return TableModel.model_validate(entry).spec()
+
+
 # ---- orders ---------------------------------------------------------------------------------
 
 
 def test_rematerializing_a_day_leaves_the_same_orders(materialize_orders: Any,
                                                       resources: dict[str, Any]) -> None:
-    first = materialize_orders(DAY)
+    first, _ = materialize_orders(DAY)
     table = table_of(resources)
     before = day_rows(table, DAY)
 
-    second = materialize_orders(DAY)
+    second, _ = materialize_orders(DAY)
 
     after = day_rows(table, DAY)
     assert after.equals(before)
@@ -87,8 +110,9 @@ def test_rematerializing_a_day_leaves_the_same_orders(materialize_orders: Any,
     assert [s.commit_kind for s in snapshots] == ["APPEND", "APPEND"]  # no overwrite needed
     assert snapshots[1].total_record_count == 2 * snapshots[0].total_record_count  # stored twice, read once
     changes = day_changes(resources, DAY).num_rows
-    assert metadata_of(first, ORDERS_KEY)["rows_written"] == metadata_of(second, ORDERS_KEY)["rows_written"] == changes
-    assert metadata_of(second, ORDERS_KEY)["live_orders"] == after.num_rows
+    assert metadata_of(first, ORDERS_KEY)["paimon/ingest/rows_written"] == changes
+    assert metadata_of(second, ORDERS_KEY)["paimon/ingest/rows_written"] == changes
+    assert metadata_of(second, ORDERS_KEY)["dagster/partition_row_count"] == after.num_rows
 
 
 def test_merged_orders_match_a_replay_of_the_stream(materialize_orders: Any,
@@ -111,71 +135,121 @@ def test_merged_orders_match_a_replay_of_the_stream(materialize_orders: Any,
 
 
 def test_changes_are_read_once_per_step_retry(resources: dict[str, Any]) -> None:
-    catalog = resources["catalog"]
+    catalog = resources["paimon_catalog"]
     table = catalog.ensure_table(ORDERS_TABLE, schema=ORDERS_SCHEMA, partition_keys=["dt"],
                                  primary_keys=ORDERS_PRIMARY_KEY, options=ORDERS_OPTIONS)
-    first = apply_day(table, synthetic_batches(DAY, orders=50), day=DAY, run_id="run-1")
+    partition = {"dt": DAY}
+    user = commit_user_for("run-1", "shop/orders", DAY)
+    first = write_partition(table, synthetic_batches(DAY, orders=50), mode="upsert", partition=partition,
+                            commit_user=user, commit_every_rows=COMMIT_EVERY)
 
     def must_not_be_read() -> Iterator[pa.RecordBatch]:
         raise AssertionError("a retried step must not regenerate an already committed day")
         yield  # pragma: no cover
 
-    retry = apply_day(table, must_not_be_read(), day=DAY, run_id="run-1")
-    rerun = apply_day(table, synthetic_batches(DAY, orders=50), day=DAY, run_id="run-2")
+    retry = write_partition(table, must_not_be_read(), mode="upsert", partition=partition, commit_user=user,
+                            commit_every_rows=COMMIT_EVERY)
+    rerun = write_partition(table, synthetic_batches(DAY, orders=50), mode="upsert", partition=partition,
+                            commit_user=commit_user_for("run-2", "shop/orders", DAY), commit_every_rows=COMMIT_EVERY)
 
-    assert retry.reused and not first.reused
-    assert retry.receipt.snapshot_id == first.receipt.snapshot_id
-    assert rerun.receipt.snapshot_id == first.receipt.snapshot_id + 1  # another run does apply again
-    assert sum(first.kinds.values()) == first.receipt.rows_written == rerun.receipt.rows_written
+    assert retry.reused and not first.reused and retry.rows_written == 0
+    assert retry.snapshot_id == first.snapshot_id
+    assert first.snapshot_id is not None and rerun.snapshot_id == first.snapshot_id + 1  # another run applies again
+    assert sum(first.kinds.values()) == first.rows_written == rerun.rows_written
     assert len(table.snapshots()) == 2
     expected = replay(pa.Table.from_batches(synthetic_batches(DAY, orders=50)))
     assert table.read().sort_by("order_id").to_pylist() == expected
 
 
 def test_commit_and_run_are_tagged(materialize_orders: Any, resources: dict[str, Any]) -> None:
-    result = materialize_orders(DAY)
+    result, _ = materialize_orders(DAY)
 
     snapshot = table_of(resources).latest_snapshot()
-    assert snapshot.commit_user == f"dagster-{result.run_id}"
-    assert snapshot.commit_identifier == 20240103
+    assert snapshot.commit_user == f"dagster:{result.run_id}:shop/orders:{DAY}"
+    assert snapshot.commit_identifier == 1  # one chunk: the day has fewer changes than a commit holds
+    assert snapshot.properties["dagster.run_id"] == result.run_id
     assert snapshot.properties["dagster.partition"] == DAY
     assert snapshot.properties["dagster.asset_key"] == "shop/orders"
-    assert result.dagster_run.tags["paimon/table"] == ORDERS_TABLE
+    assert snapshot.properties["dagster.write_mode"] == "upsert"
+    assert result.dagster_run.tags[TABLE_TAG] == ORDERS_TABLE
+    assert result.dagster_run.tags["dagster/partition"] == DAY
 
 
 def test_orders_materialization_metadata(materialize_orders: Any, resources: dict[str, Any]) -> None:
     materialize_orders(OTHER_DAY)
-    result = materialize_orders(DAY)
+    result, _ = materialize_orders(DAY)
 
     metadata = metadata_of(result, ORDERS_KEY)
     table = table_of(resources)
     changes = day_changes(resources, DAY)
-    kinds = {r["op"]: r["op_count"] for r in changes.group_by("op").aggregate([("op", "count")]).to_pylist()}
+    kinds = kind_counts(changes)
     live = len(replay(changes))
-    assert metadata["rows_written"] == changes.num_rows
-    assert (metadata["cdc_inserts"], metadata["cdc_update_befores"], metadata["cdc_update_afters"],
-            metadata["cdc_deletes"]) == (kinds["+I"], kinds["-U"], kinds["+U"], kinds["-D"])
-    assert metadata["live_orders"] == metadata["dagster/partition_row_count"] == live
-    assert metadata["snapshot_id"] == table.latest_snapshot().id == 2
-    assert metadata["commit_kind"] == "APPEND"
-    assert metadata["stored_records"] == table.latest_snapshot().total_record_count
-    assert metadata["table_uri"] == metadata["dagster/uri"] == table.uri
+    assert metadata["paimon/ingest/rows_written"] == changes.num_rows
+    assert (metadata["paimon/ingest/inserts"], metadata["paimon/ingest/update_befores"],
+            metadata["paimon/ingest/update_afters"], metadata["paimon/ingest/deletes"]) == (
+        kinds["+I"], kinds["-U"], kinds["+U"], kinds["-D"])
+    assert metadata["dagster/partition_row_count"] == live
+    assert metadata["paimon/ingest/row_count_source"] == "merged read"  # level-0 files overlap
+    assert metadata["paimon/ingest/snapshot_id"] == str(table.latest_snapshot().id) == "2"  # text: read, not plotted
+    assert metadata["paimon/ingest/commit_kind"] == "APPEND"
+    assert metadata["paimon/ingest/stored_records"] == table.latest_snapshot().total_record_count
+    assert metadata["paimon/ingest/mode"] == "upsert"
+    assert metadata["paimon/ingest/commits"] == 1
+    assert metadata["dagster/uri"] == table.uri
     assert metadata["dagster/table_name"] == ORDERS_TABLE
-    assert metadata["reused_commit"] is False
+    assert metadata["paimon/ingest/reused_commit"] is False
     assert "dagster/row_count" not in metadata  # would need a merged read of the whole table
     schema = metadata["dagster/column_schema"]
     assert [(c.name, c.type) for c in schema.columns] == [(f.name, str(f.type)) for f in ORDERS_SCHEMA]
+    # The LSM shape after the write: two days, each one level-0 file in each of the 4 buckets.
+    assert metadata["paimon/lsm/max_level0_files"] == 1
+    assert metadata["paimon/lsm/level0_files"] == metadata["paimon/lsm/files"] == 8
 
 
-def test_asset_check_passes(materialize_orders: Any) -> None:
-    result = materialize_orders(DAY)
+def test_asset_check_passes(materialize_orders: Any, resources: dict[str, Any]) -> None:
+    result, _ = materialize_orders(DAY)
 
-    [evaluation] = result.get_asset_check_evaluations()
-    assert evaluation.check_name == "orders_partition_valid"
+    evaluation = evaluation_of(result)
     assert evaluation.passed
-    assert evaluation.metadata["duplicate_orders"].value == 0
-    assert evaluation.metadata["bad_status_orders"].value == 0
-    assert set(evaluation.metadata["orders_by_status"].value) == {"new", "paid", "shipped"}
+    assert evaluation.metadata["rows"].value == len(replay(day_changes(resources, DAY)))
+    assert evaluation.metadata["duplicate_order_id"].value == 0
+    assert evaluation.metadata["unexpected_status"].value == 0
+    assert evaluation.metadata["null_user_id"].value == 0
+
+
+def orders_defs(warehouse: str, *, orders: int, commit_every_rows: int | None = None) -> dg.Definitions:
+    """Definitions writing ``orders`` orders a day: the demo's, or shop.orders alone with another
+    ``commit_every_rows``."""
+    sources = small_sources(order_source=OrderEventSource(orders_per_partition=orders, batch_size=500))
+    if commit_every_rows is None:
+        return load(warehouse, **sources)
+    spec = declared_orders()
+    spec = spec.with_options(ingestion=dataclasses.replace(spec.ingestion, commit_every_rows=commit_every_rows))
+    return paimon_definitions([spec], warehouse=warehouse, resources=sources)
+
+
+@pytest.mark.parametrize(("commit_every_rows", "expected_commits"), [(None, 3), (0, 1)])
+def test_a_day_is_committed_every_commit_every_rows_changes(instance: dg.DagsterInstance, warehouse: str,
+                                                            commit_every_rows: int | None,
+                                                            expected_commits: int) -> None:
+    """Like a streaming CDC sink committing at each checkpoint; 0 applies a day in one commit."""
+    defs = orders_defs(warehouse, orders=1_000, commit_every_rows=commit_every_rows)
+    result = JobRunner(defs, instance)(ORDERS_JOB, DAY)
+
+    changes = day_changes(dict(defs.resources or {}), DAY)
+    assert COMMIT_EVERY * 2 < changes.num_rows <= COMMIT_EVERY * 3
+    table = table_of(defs)
+    snapshots = table.snapshots()
+    assert [s.commit_kind for s in snapshots] == ["APPEND"] * expected_commits
+    assert {s.commit_user for s in snapshots} == {f"dagster:{result.run_id}:shop/orders:{DAY}"}
+    assert [s.commit_identifier for s in snapshots] == list(range(1, expected_commits + 1))
+    if expected_commits > 1:
+        assert [s.properties["dagster.final_chunk"] for s in snapshots] == ["false", "false", "true"]
+    metadata = metadata_of(result, ORDERS_KEY)
+    assert metadata["paimon/ingest/commits"] == expected_commits
+    assert metadata["paimon/ingest/rows_written"] == changes.num_rows
+    assert metadata["paimon/ingest/snapshot_id"] == str(snapshots[-1].id)
+    assert day_rows(table, DAY).to_pylist() == replay(changes)
 
 
 # ---- per-user totals ------------------------------------------------------------------------
@@ -206,15 +280,16 @@ def totals_rows(resources: dict[str, Any], day: str) -> list[dict[str, Any]]:
 
 def test_user_totals_equal_a_group_by_of_the_orders(materialize_orders: Any, resources: dict[str, Any]) -> None:
     materialize_orders(DAY)
-    result = materialize_orders(OTHER_DAY)
+    _, result = materialize_orders(OTHER_DAY)
 
     for day in (DAY, OTHER_DAY):
         orders = day_rows(table_of(resources), day)
         assert totals_rows(resources, day) == expected_totals(orders)
-    metadata = metadata_of(result, USER_ORDER_TOTALS_KEY)
-    assert metadata["rows_written"] == day_rows(table_of(resources), OTHER_DAY).num_rows  # one per order
-    assert metadata["users"] == len(totals_rows(resources, OTHER_DAY))
-    assert metadata["commit_kind"] == "OVERWRITE"
+    metadata = metadata_of(result, TOTALS_KEY)
+    assert metadata["paimon/ingest/rows_written"] == day_rows(table_of(resources), OTHER_DAY).num_rows  # one per order
+    assert metadata["dagster/partition_row_count"] == len(totals_rows(resources, OTHER_DAY))  # one per user
+    assert metadata["paimon/ingest/commit_kind"] == "OVERWRITE"
+    assert metadata["paimon/ingest/mode"] == "overwrite"
 
 
 def test_rerunning_the_totals_does_not_double_count(materialize_orders: Any,
@@ -234,15 +309,17 @@ def test_rerunning_the_totals_does_not_double_count(materialize_orders: Any,
 
 
 def test_retried_totals_step_does_not_replace_again(resources: dict[str, Any]) -> None:
-    totals = resources["catalog"].ensure_table(TOTALS_TABLE, schema=TOTALS_SCHEMA, partition_keys=["dt"],
-                                               primary_keys=TOTALS_PRIMARY_KEY, options=TOTALS_OPTIONS)
+    totals = resources["paimon_catalog"].ensure_table(TOTALS_TABLE, schema=TOTALS_SCHEMA, partition_keys=["dt"],
+                                                      primary_keys=TOTALS_PRIMARY_KEY, options=TOTALS_OPTIONS)
     changes = synthetic_cdc(DAY, orders=40)
     contributions = user_contributions(pa.Table.from_pylist(replay(changes), schema=ORDERS_SCHEMA), DAY)
+    user = commit_user_for("run-1", "shop/user_order_totals", DAY)
 
-    first = replace_partition(totals, contributions, day=DAY, run_id="run-1", asset_key=USER_ORDER_TOTALS_KEY)
-    retry = replace_partition(totals, contributions, day=DAY, run_id="run-1", asset_key=USER_ORDER_TOTALS_KEY)
+    first = write_partition(totals, contributions, mode="overwrite", partition={"dt": DAY}, commit_user=user)
+    retry = write_partition(totals, contributions, mode="overwrite", partition={"dt": DAY}, commit_user=user)
 
-    assert retry == first
+    assert not first.reused and first.rows_written == contributions.num_rows
+    assert retry.reused and retry.snapshot_id == first.snapshot_id and retry.rows_written == 0
     assert len(totals.snapshots()) == 1
     assert pac.sum(totals.read(["order_count"])["order_count"]).as_py() == contributions.num_rows
 
@@ -257,26 +334,29 @@ def test_a_day_whose_orders_were_all_cancelled_empties_its_totals(
     (landing / DAY / "orders.jsonl").write_text("\n".join(json.dumps(line) for line in lines) + "\n")
     table_of(resources).delete(day_rows(table_of(resources), DAY).select(["dt", "order_id"]))  # a new delivery
 
-    result = materialize_orders(DAY, resources=landing_resources(warehouse, landing))
+    orders, totals = materialize_orders(DAY, defs=landing_defs(warehouse, landing))
 
     assert day_rows(table_of(resources), DAY).num_rows == 0
     assert totals_rows(resources, DAY) == []
-    assert metadata_of(result, USER_ORDER_TOTALS_KEY)["users"] == 0
-    assert result.get_asset_check_evaluations()[0].passed
+    assert metadata_of(totals, TOTALS_KEY)["dagster/partition_row_count"] == 0
+    assert metadata_of(totals, TOTALS_KEY)["paimon/ingest/commit_kind"] == "OVERWRITE"  # the day was replaced
+    assert evaluation_of(orders).passed  # shop.orders allows an empty day (min_rows 0)
 
 
-def test_job_writes_both_tables(resources: dict[str, Any], instance: dg.DagsterInstance) -> None:
-    job_defs = dg.Definitions(assets=defs.assets, asset_checks=defs.asset_checks, jobs=defs.jobs,
-                              resources=resources)
+def test_the_two_jobs_write_both_tables(run_job: Any, instance: dg.DagsterInstance) -> None:
+    orders = run_job(ORDERS_JOB, DAY)
+    totals = run_job(TOTALS_JOB, DAY)
 
-    result = job_defs.resolve_job_def("ingest_orders_job").execute_in_process(partition_key=DAY, instance=instance)
-
-    assert result.dagster_run.tags.items() >= {**ORDERS_RUN_TAGS, "dagster/partition": DAY}.items()
-    assert {e.asset_key for e in result.get_asset_materialization_events()} == {ORDERS_KEY, USER_ORDER_TOTALS_KEY}
-    assert {e.check_name: e.passed for e in result.get_asset_check_evaluations()} == {
-        "orders_partition_valid": True, "level0_below_stop_trigger": True, "small_files": True,
-        "snapshots_within_retention": True}  # no_orphan_files runs with the cleanup job only
-    assert instance.get_materialized_partitions(USER_ORDER_TOTALS_KEY) == {DAY}
+    assert orders.dagster_run.tags.items() >= {TABLE_TAG: ORDERS_TABLE, "dagster/partition": DAY}.items()
+    assert totals.dagster_run.tags.items() >= {TABLE_TAG: TOTALS_TABLE, "dagster/partition": DAY}.items()
+    assert [e.asset_key for e in orders.get_asset_materialization_events()] == [ORDERS_KEY]
+    assert [e.asset_key for e in totals.get_asset_materialization_events()] == [TOTALS_KEY]
+    lsm_and_retention = {"level0_below_stop_trigger": True, "small_files": True, "snapshots_within_retention": True}
+    assert {e.check_name: e.passed for e in orders.get_asset_check_evaluations()} == {
+        DATA_CHECK: True, **lsm_and_retention}  # no_orphan_files runs with the cleanup job only
+    assert {e.check_name: e.passed for e in totals.get_asset_check_evaluations()} == lsm_and_retention
+    assert instance.get_materialized_partitions(ORDERS_KEY) == {DAY}
+    assert instance.get_materialized_partitions(TOTALS_KEY) == {DAY}
 
 
 # ---- landing mode ---------------------------------------------------------------------------
@@ -302,59 +382,82 @@ def write_landing_files(root: Path) -> None:
              {"dt": DAY, "order_id": 3, "user_id": 7, "status": "paid", "amount": "6.25",
               "updated_at": "2024-01-03 09:30:00", "op": "+U", "unknown": True}]
     (root / f"orders-{DAY}.jsonl").write_text("\n".join(json.dumps(line) for line in lines) + "\n")
-    (root / f"orders-{OTHER_DAY}.jsonl").write_text(json.dumps(lines[0]) + "\n")  # another day
+    (root / "orders-2024-01-04.jsonl").write_text(json.dumps(lines[0]) + "\n")  # another day
     (root / DAY / "_SUCCESS").write_text("")
 
 
-def landing_resources(warehouse: str, landing: Path) -> dict[str, Any]:
-    return build_resources(warehouse=warehouse,
-                           order_source=OrderEventSource(mode="landing", landing_dir=str(landing)))
+def landing_defs(warehouse: str, landing: Path) -> dg.Definitions:
+    return load(warehouse, **small_sources(order_source=OrderEventSource(mode="landing", landing_dir=str(landing))))
 
 
 def test_landing_mode_applies_parquet_and_jsonl_changes(materialize_orders: Any, warehouse: str,
                                                         tmp_path: Path) -> None:
     landing = tmp_path / "landing"
     write_landing_files(landing)
-    resources = landing_resources(warehouse, landing)
+    defs = landing_defs(warehouse, landing)
 
-    result = materialize_orders(DAY, resources=resources)
-    materialize_orders(DAY, resources=resources)  # idempotent in landing mode too
+    orders, _ = materialize_orders(DAY, defs=defs)
+    materialize_orders(DAY, defs=defs)  # idempotent in landing mode too
 
+    resources = dict(defs.resources or {})
     rows = day_rows(table_of(resources), DAY).to_pylist()
     assert [(r["order_id"], r["user_id"], r["status"], r["amount"], r["op"]) for r in rows] == [
         (1, 7, "paid", Decimal("10.00"), "+U"), (3, 7, "paid", Decimal("6.25"), "+U")]
     assert str(rows[0]["updated_at"]) == "2024-01-03 09:05:00"
-    metadata = metadata_of(result, ORDERS_KEY)
-    assert (metadata["rows_written"], metadata["cdc_inserts"], metadata["cdc_update_afters"],
-            metadata["cdc_deletes"], metadata["live_orders"]) == (8, 3, 2, 1, 2)
-    assert result.get_asset_check_evaluations()[0].passed
+    metadata = metadata_of(orders, ORDERS_KEY)
+    assert (metadata["paimon/ingest/rows_written"], metadata["paimon/ingest/inserts"],
+            metadata["paimon/ingest/update_afters"], metadata["paimon/ingest/deletes"],
+            metadata["dagster/partition_row_count"]) == (8, 3, 2, 1, 2)
+    assert evaluation_of(orders).passed
     assert totals_rows(resources, DAY) == [{
         "dt": DAY, "user_id": 7, "order_count": 2, "total_amount": Decimal("16.25"),
         "max_amount": Decimal("10.00"), "last_status": "paid", "statuses": {"paid"},
         "last_updated_at": dt_.datetime(2024, 1, 3, 9, 30)}]
 
 
-def test_failing_check_blocks_the_totals(materialize_orders: Any, warehouse: str, tmp_path: Path) -> None:
-    landing = tmp_path / "landing"
+def write_bad_status(landing: Path) -> None:
     (landing / DAY).mkdir(parents=True)
     lines = [{"order_id": 1, "user_id": 1, "status": "new", "op": "+I"},
              {"order_id": 2, "user_id": 2, "status": "cancelled", "op": "+I"}]
     (landing / DAY / "orders.jsonl").write_text("\n".join(json.dumps(line) for line in lines) + "\n")
-    resources = landing_resources(warehouse, landing)
 
-    result = materialize_orders(DAY, resources=resources, raise_on_error=False)
 
-    [evaluation] = result.get_asset_check_evaluations()
+def test_failing_check_fails_the_orders_run(materialize_orders: Any, warehouse: str, tmp_path: Path) -> None:
+    landing = tmp_path / "landing"
+    write_bad_status(landing)
+    defs = landing_defs(warehouse, landing)
+
+    orders, totals = materialize_orders(DAY, defs=defs, raise_on_error=False)
+
+    evaluation = evaluation_of(orders)
     assert not evaluation.passed
-    assert evaluation.metadata["bad_status_orders"].value == 1
+    assert evaluation.metadata["unexpected_status"].value == 1
+    assert "cancelled" in (evaluation.description or "")
+    assert not orders.success  # the check is blocking
+    assert totals is None
+    assert [e.asset_key for e in orders.get_asset_materialization_events()] == [ORDERS_KEY]
+    assert not pc.Catalog(warehouse).table_exists(TOTALS_TABLE)
+
+
+def test_failing_check_blocks_the_totals_in_the_same_run(warehouse: str, tmp_path: Path,
+                                                         instance: dg.DagsterInstance) -> None:
+    landing = tmp_path / "landing"
+    write_bad_status(landing)
+    both = dg.define_asset_job("shop_day", selection=dg.AssetSelection.assets(ORDERS_KEY, TOTALS_KEY))
+    defs = dg.Definitions.merge(landing_defs(warehouse, landing), dg.Definitions(jobs=[both]))
+
+    result = defs.resolve_job_def("shop_day").execute_in_process(partition_key=DAY, instance=instance,
+                                                                 raise_on_error=False)
+
     assert not result.success
+    assert not evaluation_of(result).passed
     assert [e.asset_key for e in result.get_asset_materialization_events()] == [ORDERS_KEY]
-    assert not resources["catalog"].catalog().table_exists(TOTALS_TABLE)
+    assert not pc.Catalog(warehouse).table_exists(TOTALS_TABLE)
 
 
 @pytest.mark.parametrize(("line", "message"), [
     ({"order_id": 1, "op": "U"}, "has op 'U'"),
-    ({"order_id": 1, "op": "+I", "dt": OTHER_DAY}, "an order of 2024-01-04, not of 2024-01-03"),
+    ({"order_id": 1, "op": "+I", "dt": "2024-01-04"}, "an order of 2024-01-04, not of 2024-01-03"),
     ({"op": "+I"}, "rows without 'order_id'"),
 ])
 def test_bad_landing_changes_fail_and_keep_the_table(materialize_orders: Any, warehouse: str, tmp_path: Path,
@@ -364,11 +467,13 @@ def test_bad_landing_changes_fail_and_keep_the_table(materialize_orders: Any, wa
     landing.mkdir()
     good = {"order_id": 5, "user_id": 1, "status": "new", "op": "+I"}
     (landing / f"{DAY}.jsonl").write_text(json.dumps(good) + "\n" + json.dumps(line) + "\n")
-    resources = landing_resources(warehouse, landing)
+    defs = landing_defs(warehouse, landing)
 
-    result = materialize_orders(DAY, resources=resources, raise_on_error=False)
+    orders, totals = materialize_orders(DAY, defs=defs, raise_on_error=False)
 
-    assert not result.success
-    failure = next(e for e in result.all_events if e.is_step_failure)
+    assert not orders.success and totals is None
+    failure = next(e for e in orders.all_events if e.is_step_failure)
     assert message in str(failure.step_failure_data.error)
-    assert len(table_of(resources).snapshots()) == 1
+    assert ORDERS_TABLE in str(failure.step_failure_data.error)
+    assert not any(e.event_type == dg.DagsterEventType.STEP_RESTARTED for e in orders.all_events)  # not retried
+    assert len(table_of(defs).snapshots()) == 1

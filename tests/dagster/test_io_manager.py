@@ -35,19 +35,6 @@ def rows(ids: list[int], dt: str | None = DAY) -> pa.Table:
     return pa.table(data)
 
 
-# The same as tests/dagster/conftest.py's fixtures, here so that the module also runs by itself
-# (``--noconftest``) while the pipelines the conftest imports are being changed.
-@pytest.fixture
-def warehouse(tmp_path: Path) -> str:
-    return str(tmp_path / "warehouse")
-
-
-@pytest.fixture
-def instance() -> Iterator[dg.DagsterInstance]:
-    with dg.instance_for_test() as test_instance:
-        yield test_instance
-
-
 @pytest.fixture
 def catalog(warehouse: str) -> pc.Catalog:
     catalog = pc.Catalog(warehouse)

@@ -225,7 +225,8 @@ def files_under(root: Path) -> set[str]:
 
 
 def test_the_ingestion_steps_declare_their_specs_retry_policy(tmp_path: Path) -> None:
-    defs = paimon_definitions(demo_specs(retries={REVENUE_TABLE: 0}), warehouse=str(tmp_path / "unused"))
+    defs = paimon_definitions(demo_specs(retries={REVENUE_TABLE: 0}), warehouse=str(tmp_path / "unused"),
+                              resources=small_sources())
     targets = declared_targets(defs)
     for table in INGESTED:
         key = targets[table].asset_key
@@ -381,7 +382,7 @@ def test_a_reexecution_from_failure_finds_the_landed_commit(
     landed = assert_snapshots_read(paimon)
     assert len(landed) == (3 if chunked else 1)
 
-    with dg.execute_job(job, instance=instance, reexecution_options=dg.ReexecutionOptions.from_failure(
+    with dg.execute_job(job, instance=instance, tags=partition, reexecution_options=dg.ReexecutionOptions.from_failure(
             failed.run_id, instance)) as again:
         assert again.success
         run = instance.get_run_by_id(again.run_id)
@@ -406,36 +407,39 @@ def test_a_reexecution_from_failure_finds_the_landed_commit(
 # ---- bad input --------------------------------------------------------------------------------
 
 
-def landing_with(root: Path, rows: pa.Table | None) -> LogEventSource:
+def landing_with(root: Path, landed: str) -> LogEventSource:
+    """A landing folder holding ``landed`` for DAY: nothing, a file whose latency_ms column does not
+    cast to the table's DOUBLE, or a file named .parquet that is not Parquet."""
     root.mkdir()
-    if rows is not None:
-        pq.write_table(rows, root / f"{DAY}.parquet")
+    day = pa.Table.from_batches(synthetic_batches(DAY, rows=50, batch_size=50))
+    if landed == "wrong type":
+        index = day.schema.get_field_index("latency_ms")
+        pq.write_table(day.set_column(index, "latency_ms", pa.array(["slow"] * 50)), root / f"{DAY}.parquet")
+    elif landed == "not parquet":
+        (root / f"{DAY}.parquet").write_bytes(b"ts,level\n2024-01-03,INFO\n")
     return LogEventSource(mode="landing", landing_dir=str(root))
 
 
 @pytest.mark.parametrize(("landed", "message"), [
     ("nothing", f"logs.events: no Parquet or JSON-lines files for {DAY}"),
-    ("another day", "2024-01-04"),
-    ("no ts column", "ts"),
+    ("wrong type", "column 'latency_ms' of"),
+    ("not parquet", "Parquet magic bytes not found"),
 ])
 def test_bad_landing_input_fails_at_once_without_retries_and_commits_nothing(
         landed: str, message: str, fast_retries: float, warehouse: str, tmp_path: Path,
         instance: dg.DagsterInstance) -> None:
-    day = pa.Table.from_batches(synthetic_batches(DAY, rows=50, batch_size=50))
-    rows = {"nothing": None, "another day": day.set_column(day.schema.get_field_index("dt"), "dt",
-                                                            pa.array(["2024-01-04"] * 50)),
-            "no ts column": day.drop_columns(["ts"])}[landed]
-    defs = demo_definitions(warehouse, sources={"log_source": landing_with(tmp_path / "landing", rows)})
+    defs = demo_definitions(warehouse, sources={"log_source": landing_with(tmp_path / "landing", landed)})
 
     result = JobRunner(defs, instance)(LOGS_JOB, DAY, raise_on_error=False)
 
     assert not result.success
     assert dg.DagsterEventType.STEP_UP_FOR_RETRY not in event_types(result)
-    failure = next(e for e in result.all_events if e.is_step_failure)
+    [failure] = [e for e in result.all_events if e.is_step_failure]
     assert failure.step_key == "logs__events"
     assert message in str(failure.step_failure_data.error)
-    assert defs.resources["paimon_catalog"].table(LOG_TABLE).snapshots() == []
-    assert orphans_now(defs.resources["paimon_catalog"].table(LOG_TABLE)) == set()
+    table = defs.resources["paimon_catalog"].table(LOG_TABLE)
+    assert table.snapshots() == []
+    assert orphans_now(table) == set()
 
 
 # ---- 2. concurrent backfills of one partition -----------------------------------------------------
@@ -804,7 +808,7 @@ def test_a_partition_key_that_is_not_a_day_is_refused_before_the_run(
         day: str, demo_defs: dg.Definitions, resources: dict[str, Any], instance: dg.DagsterInstance,
         warehouse: str) -> None:
     with pytest.raises(dg.DagsterUnknownPartitionError, match=f"key `{day}`"):
-        dg.materialize([demo_defs.resolve_assets_def(LOG_KEY)], partition_key=day, resources=resources,
+        dg.materialize([demo_defs.resolve_assets_def(LOG_KEY)], partition_key=day,
                        instance=instance)
     with pytest.raises(dg.DagsterUnknownPartitionError, match=f"key `{day}`"):
         demo_defs.resolve_job_def(LOGS_JOB).execute_in_process(partition_key=day, instance=instance)
