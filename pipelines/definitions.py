@@ -8,7 +8,6 @@ or fsspec URL), defaulting to ``warehouse/`` at the repository root; on S3 set
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +62,11 @@ def load(warehouse: str | None = None, **resources: Any) -> dg.Definitions:
             del os.environ[WAREHOUSE_ENV]
         else:
             os.environ[WAREHOUSE_ENV] = previous
-    return replace(loaded, resources={**(loaded.resources or {}), **resources}) if resources else loaded  # type: ignore[type-var]
+    if not resources:
+        return loaded
+    return dg.Definitions(assets=loaded.assets, asset_checks=loaded.asset_checks, jobs=loaded.jobs,
+                          schedules=loaded.schedules, sensors=loaded.sensors, executor=loaded.executor,
+                          loggers=loaded.loggers, resources={**(loaded.resources or {}), **resources})
 
 
 defs = load()

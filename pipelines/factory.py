@@ -113,6 +113,7 @@ def paimon_definitions(specs: Sequence[PaimonTableSpec], *, warehouse: str | Non
             raise TableDefinitionError("paimon_definitions needs warehouse= (a path or fsspec URL) or catalog=")
         catalog = catalog_for(warehouse, storage_options)
     provided = {key for asset in assets for key in asset_keys(asset)}
+    keys_by_table = {spec.table: spec.key for spec in specs}
     built: list[dg.AssetsDefinition | dg.AssetSpec] = []
     checks: list[dg.AssetChecksDefinition] = []
     jobs: list[Any] = []
@@ -123,7 +124,9 @@ def paimon_definitions(specs: Sequence[PaimonTableSpec], *, warehouse: str | Non
         if spec.key in provided:
             asset: dg.AssetsDefinition | dg.AssetSpec | None = next(a for a in assets if spec.key in asset_keys(a))
         elif spec.ingestion is not None:
-            asset = table_asset(spec, table_uri=uri, declared_in=declared_in)
+            source = spec.ingestion.changes_of
+            asset = table_asset(spec, table_uri=uri, declared_in=declared_in,
+                                changes_key=keys_by_table.get(source) if source else None)
             built.append(asset)
         else:
             built.append(external_asset(spec, table_uri=uri, declared_in=declared_in))

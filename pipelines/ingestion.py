@@ -38,7 +38,6 @@ CATALOG_KEY = "paimon_catalog"
 IO_MANAGER_KEY = "paimon_io_manager"
 WRITE_MODE_METADATA_KEY = "paimon/write_mode"
 POOL_PREFIX = "paimon-write/"
-RETRY_DELAY_S = 5
 
 
 def pool_of(table: str) -> str:
@@ -251,9 +250,10 @@ def landing_producer(spec: PaimonTableSpec, context: dg.AssetExecutionContext
     return produce
 
 
-def table_asset(spec: PaimonTableSpec, *, table_uri: str | None = None,
-                declared_in: str | None = None) -> dg.AssetsDefinition:
-    """The asset that ingests ``spec``'s table (its ``ingestion`` says from where)."""
+def table_asset(spec: PaimonTableSpec, *, table_uri: str | None = None, declared_in: str | None = None,
+                changes_key: dg.AssetKey | None = None) -> dg.AssetsDefinition:
+    """The asset that ingests ``spec``'s table (its ``ingestion`` says from where); a changes
+    consumer depends on its source's asset (``changes_key``, default ``[db, table]``)."""
     ingestion = spec.ingestion
     if ingestion is None:
         raise ValueError(f"table {spec.table} declares no ingestion; use external_asset for it")
@@ -276,9 +276,10 @@ def table_asset(spec: PaimonTableSpec, *, table_uri: str | None = None,
         tags=dict(spec.tags) or None, kinds=asset_kinds(spec), partitions_def=spec.partitions_def(),
         metadata=metadata, io_manager_key=IO_MANAGER_KEY, required_resource_keys=resource_keys,
         pool=pool_of(spec.table), op_tags={"paimon/operation": f"ingest-{ingestion.mode}"},
-        retry_policy=dg.RetryPolicy(max_retries=ingestion.retries, delay=RETRY_DELAY_S,
+        retry_policy=dg.RetryPolicy(max_retries=ingestion.retries, delay=ingestion.retry_delay_seconds,
                                     backoff=dg.Backoff.EXPONENTIAL, jitter=dg.Jitter.PLUS_MINUS),
         ins=ins or None,
+        deps=[changes_key or dg.AssetKey(ingestion.changes_of.split("."))] if ingestion.changes_of else None,
     )
     def _asset(context: dg.AssetExecutionContext, **inputs: Any) -> dg.Output[PaimonWrite]:
         if changes:

@@ -119,7 +119,17 @@ class Ingestion:
     or ``upsert`` (primary-key tables). ``schedule``: a schedule materializing each time
     partition once it ended (``schedule_hour``/``schedule_minute`` past it); stopped by
     default. ``landing_sensor``: a sensor launching a partition's run when its landed files
-    change (the last ``lookback`` partitions are watched).
+    change (one listing of the location; templates without ``{partition}``: the last
+    ``lookback`` partitions). ``retries`` / ``retry_delay_seconds``: the step's retry policy
+    (exponential backoff with jitter from that delay; bad data and bad declarations fail at
+    once). ``inputs``: upstream assets the function receives by name. ``commit_every_rows``:
+    commit every that many rows, as a streaming sink commits at each checkpoint (0: one commit
+    per partition); a retried step resumes after the commits that landed.
+
+    ``changes_of``: the table is kept up to date from another Paimon table's changes: the
+    function gets each batch of change rows (``_row_kind`` first, then ``change_columns``) and
+    returns the rows to append; every batch lands exactly once, and a sensor launches the
+    asset when the consumer ``consumer_id`` (default the table's name) has changes to read.
     """
 
     mode: str = "overwrite"
@@ -132,6 +142,7 @@ class Ingestion:
     schedule_hour: int | None = None
     schedule_minute: int = 0
     retries: int = 3
+    retry_delay_seconds: float = 5.0
     inputs: Mapping[str, Input] = field(default_factory=dict)
     commit_every_rows: int = 0
     changes_of: str | None = None

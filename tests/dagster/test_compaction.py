@@ -156,8 +156,20 @@ def level0_per_bucket(table: pc.Table, day: str) -> list[int]:
 
 
 def observations(result: dg.ExecuteInProcessResult) -> list[dg.AssetObservation]:
+    """Every observation of the run (each partition's compaction, then the table's shape after)."""
     return [e.event_specific_data.asset_observation for e in result.all_events
             if e.event_type_value == "ASSET_OBSERVATION"]
+
+
+def compactions(result: dg.ExecuteInProcessResult) -> list[dg.AssetObservation]:
+    """The observations of one partition's compaction each."""
+    return [o for o in observations(result) if "paimon/compaction/partition" in o.metadata]
+
+
+def shape_after(result: dg.ExecuteInProcessResult) -> dg.AssetObservation:
+    """The one observation of the table's LSM shape after the run's compactions (paimon/lsm/*)."""
+    [shape] = [o for o in observations(result) if "paimon/lsm/max_level0_files" in o.metadata]
+    return shape
 
 
 def step_failure(result: dg.ExecuteInProcessResult) -> str:
@@ -377,8 +389,8 @@ def test_sensor_run_folds_level0_and_keeps_every_row(demo_defs: dg.Definitions, 
     assert [s.id for s in compacts] == report["snapshots"]
     assert {s.commit_user for s in compacts} == {f"dagster-{result.run_id}"}
     # Each partition's compaction is observed on the asset's partition, with levels before/after.
-    observed = observations(result)
-    assert sorted(o.partition for o in observed) == [OTHER_DAY, DAY]
+    observed = compactions(result)
+    assert sorted(str(o.partition) for o in observed) == [OTHER_DAY, DAY]
     assert {o.asset_key for o in observed} == {ORDERS_KEY}
     [buckets] = [o.metadata["paimon/compaction/buckets"].value for o in observed if o.partition == DAY]
     assert [r.data["files per level before"] for r in buckets.records] == ["5/0/0/0/0/0"] * 4
@@ -387,6 +399,12 @@ def test_sensor_run_folds_level0_and_keeps_every_row(demo_defs: dg.Definitions, 
     assert day.metadata["paimon/compaction/partition"].value == f"dt={DAY}"
     assert day.metadata["paimon/compaction/level0_files_before"].value == 4 * 5
     assert day.metadata["paimon/compaction/level0_files_after"].value == 0
+    # Then the table's shape after, as plottable numbers on the asset (not on a partition).
+    shape = shape_after(result)
+    assert (shape.asset_key, shape.partition) == (ORDERS_KEY, None)
+    assert shape.metadata["paimon/lsm/max_level0_files"].value == 0
+    assert shape.metadata["paimon/lsm/snapshot_id"].value == str(orders.latest_snapshot().id)
+    assert shape.metadata["paimon/lsm/files"].value == 2 * 4
     # The LSM checks are recorded on the asset as of after the compaction.
     checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
     assert checks == {LEVEL0_CHECK: True, SMALL_FILES_CHECK: True}
@@ -452,7 +470,7 @@ def test_full_compaction_leaves_one_file_per_bucket_at_the_max_level(
     assert [b.level_files for b in orders.lsm_state().buckets] == [(0, 0, 0, 0, 0, 1)] * 4
     assert orders.snapshots()[-1].properties["paimon-dagster.compaction"] == "full"
     assert sorted_rows(orders) == before
-    assert [o.partition for o in observations(result)] == [DAY]
+    assert [o.partition for o in compactions(result)] == [DAY]
     # Already one run at the max level: a second full compaction has nothing to do.
     again = compact(run_job, full_compaction_run_config(target), job=FULL_COMPACTION_JOB)
     assert again.output_for_node("report_compaction")["partitions_planned"] == 0
@@ -472,7 +490,7 @@ def test_append_table_small_files_are_compacted(demo_defs: dg.Definitions, insta
     assert result.success and request.job_name == COMPACTION_JOB
     assert [b.files for b in events.lsm_state().buckets] == [1]
     assert events.read().sort_by([("ts", "ascending"), ("message", "ascending")]).equals(before)
-    [observed] = observations(result)
+    [observed] = compactions(result)
     assert (observed.asset_key, observed.partition) == (dg.AssetKey(["logs", "events"]), DAY)
 
 
@@ -496,7 +514,7 @@ def test_a_run_naming_only_the_table_needs_its_asset(orders: pc.Table, target: T
     keyed = compact(run_job, {"ops": {"plan_compaction": {"config": {
         "table": ORDERS_TABLE, "asset_key": list(ORDERS_KEY.path)}}}})
     assert keyed.success and level0_per_bucket(orders, DAY) == [0] * 4
-    [observed] = observations(keyed)
+    [observed] = compactions(keyed)
     assert (observed.asset_key, observed.partition) == (ORDERS_KEY, None)
     assert {e.asset_key for e in keyed.get_asset_check_evaluations()} == {ORDERS_KEY}
 
@@ -559,7 +577,7 @@ def test_observations_land_on_a_three_part_key_and_the_mapped_partition(
     assert request.run_config == compaction_run_config(target, partitions=["day=20240103"])
     result = runner(request.job_name, run_config=request.run_config, tags=dict(request.tags))
     assert result.success
-    [observed] = observations(result)
+    [observed] = compactions(result)
     assert (observed.asset_key, observed.partition) == (CUSTOMERS_KEY, DAY)
     assert observed.metadata["paimon/compaction/partition"].value == "day=20240103"
     assert {(e.asset_key, e.check_name) for e in result.get_asset_check_evaluations()} == {
@@ -568,6 +586,7 @@ def test_observations_land_on_a_three_part_key_and_the_mapped_partition(
     stored = instance.fetch_observations(dg.AssetRecordsFilter(asset_key=CUSTOMERS_KEY, asset_partitions=[DAY]),
                                          limit=10).records
     assert [r.run_id for r in stored] == [result.run_id]
+    assert shape_after(result).asset_key == CUSTOMERS_KEY
     assert table.read().num_rows == 40
 
 

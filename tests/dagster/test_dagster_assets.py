@@ -29,6 +29,12 @@ def table_of(resources: dict[str, Any]) -> pc.Table:
     return resources["paimon_catalog"].table(TABLE)
 
 
+def latest(table: pc.Table) -> pc.Snapshot:
+    snapshot = table.latest_snapshot()
+    assert snapshot is not None
+    return snapshot
+
+
 def metadata_of(result: dg.ExecuteInProcessResult) -> dict[str, Any]:
     """Plain values of the run's single asset materialization."""
     events = result.get_asset_materialization_events()
@@ -114,7 +120,7 @@ def test_materialization_metadata(materialize_day: Any, resources: dict[str, Any
     assert metadata["dagster/partition_row_count"] == rows
     assert metadata["dagster/row_count"] == 2 * rows  # an append table: the manifests count it exactly
     assert metadata["paimon/ingest/files"] == len(day_files) >= 1
-    assert metadata["paimon/ingest/snapshot_id"] == str(table.latest_snapshot().id) == "2"  # text: read, not plotted
+    assert metadata["paimon/ingest/snapshot_id"] == str(latest(table).id) == "2"  # text: read, not plotted
     assert metadata["paimon/ingest/commit_kind"] == "OVERWRITE"
     assert metadata["paimon/ingest/mode"] == "overwrite"
     assert metadata["paimon/ingest/commits"] == 1
@@ -132,14 +138,15 @@ def test_materialization_metadata(materialize_day: Any, resources: dict[str, Any
 def test_commit_records_run_asset_and_partition(materialize_day: Any, resources: dict[str, Any]) -> None:
     result = materialize_day(DAY)
 
-    snapshot = table_of(resources).latest_snapshot()
+    snapshot = latest(table_of(resources))
+    properties = dict(snapshot.properties or {})
     assert snapshot.commit_user == commit_user_for(result.run_id, "logs/events", DAY)
     assert snapshot.commit_user == f"dagster:{result.run_id}:logs/events:{DAY}"
     assert snapshot.commit_identifier == 1
-    assert snapshot.properties["dagster.run_id"] == result.run_id
-    assert snapshot.properties["dagster.partition"] == DAY
-    assert snapshot.properties["dagster.asset_key"] == "logs/events"
-    assert snapshot.properties["dagster.write_mode"] == "overwrite"
+    assert properties["dagster.run_id"] == result.run_id
+    assert properties["dagster.partition"] == DAY
+    assert properties["dagster.asset_key"] == "logs/events"
+    assert properties["dagster.write_mode"] == "overwrite"
 
 
 def test_job_run_is_tagged_and_writes_the_day(run_job: Any, resources: dict[str, Any]) -> None:

@@ -51,6 +51,12 @@ def asset_spec(definitions: dg.Definitions, key: dg.AssetKey) -> dg.AssetSpec:
     return spec
 
 
+def partitions_of(definitions: dg.Definitions, key: dg.AssetKey) -> dg.PartitionsDefinition:
+    partitions = definitions.resolve_asset_graph().get(key).partitions_def
+    assert partitions is not None
+    return partitions
+
+
 def plain(value: Any) -> Any:
     return getattr(value, "value", value)
 
@@ -61,9 +67,8 @@ def plain(value: Any) -> Any:
 def test_definitions_load() -> None:
     dg.Definitions.validate_loadable(defs)
 
-    graph = defs.resolve_asset_graph()
-    assert graph.get(LOGS_KEY).partitions_def.get_first_partition_key() == "2024-01-01"
-    assert graph.get(LOGS_KEY).partitions_def.get_last_partition_key() == "2024-01-05"  # end is exclusive
+    assert partitions_of(defs, LOGS_KEY).get_first_partition_key() == "2024-01-01"
+    assert partitions_of(defs, LOGS_KEY).get_last_partition_key() == "2024-01-05"  # end is exclusive
     assert {"paimon_catalog", "paimon_io_manager", "log_source", "order_source"} <= set(defs.resources or {})
     assert {spec.key for spec in defs.resolve_all_asset_specs()} == {key for key, _ in TABLES.values()}
 
@@ -72,8 +77,8 @@ def test_shop_assets_are_daily_and_grouped() -> None:
     graph = defs.resolve_asset_graph()
 
     for key in (ORDERS_KEY, TOTALS_KEY):
-        assert graph.get(key).partitions_def.get_first_partition_key() == "2024-01-01"
-        assert graph.get(key).partitions_def.get_last_partition_key() == "2024-01-03"
+        assert partitions_of(defs, key).get_first_partition_key() == "2024-01-01"
+        assert partitions_of(defs, key).get_last_partition_key() == "2024-01-03"
         assert graph.get(key).group_name == "shop"
     assert graph.get(REVENUE_KEY).partitions_def is None  # fed by the changelog, not by days
     assert graph.get(REVENUE_KEY).group_name == "shop"
@@ -221,7 +226,7 @@ def test_a_scheduled_table_requests_the_day_that_just_ended(tmp_path: Path) -> N
     schedule = definitions.resolve_schedule_def("ingest_logs_events_schedule")
     tick = dt_.datetime(2024, 3, 5, 1, 15, tzinfo=dt_.UTC)
 
-    [request] = schedule.evaluate_tick(dg.build_schedule_context(scheduled_execution_time=tick)).run_requests
+    [request] = schedule.evaluate_tick(dg.build_schedule_context(scheduled_execution_time=tick)).run_requests or []
 
     assert request.partition_key == "2024-03-04"
     assert request.tags[TABLE_TAG] == "logs.events"
@@ -291,6 +296,7 @@ def test_instance_template_limits_one_run_per_table() -> None:
 
     with dg.instance_for_test(overrides=overrides) as instance:
         queue = instance.get_concurrency_config().run_queue_config
+        assert queue is not None
         limits = queue.tag_concurrency_limits
 
     # One ingestion run and, separately, one compaction run per table at a time.

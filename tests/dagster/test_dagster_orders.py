@@ -60,6 +60,12 @@ def table_of(defs_or_resources: dg.Definitions | dict[str, Any], name: str = ORD
     return resources["paimon_catalog"].table(name)
 
 
+def latest(table: pc.Table) -> pc.Snapshot:
+    snapshot = table.latest_snapshot()
+    assert snapshot is not None
+    return snapshot
+
+
 def metadata_of(result: dg.ExecuteInProcessResult | None, key: dg.AssetKey) -> dict[str, Any]:
     """Plain values of the run's materialization of ``key``."""
     assert result is not None
@@ -164,13 +170,14 @@ def test_changes_are_read_once_per_step_retry(resources: dict[str, Any]) -> None
 def test_commit_and_run_are_tagged(materialize_orders: Any, resources: dict[str, Any]) -> None:
     result, _ = materialize_orders(DAY)
 
-    snapshot = table_of(resources).latest_snapshot()
+    snapshot = latest(table_of(resources))
+    properties = dict(snapshot.properties or {})
     assert snapshot.commit_user == f"dagster:{result.run_id}:shop/orders:{DAY}"
     assert snapshot.commit_identifier == 1  # one chunk: the day has fewer changes than a commit holds
-    assert snapshot.properties["dagster.run_id"] == result.run_id
-    assert snapshot.properties["dagster.partition"] == DAY
-    assert snapshot.properties["dagster.asset_key"] == "shop/orders"
-    assert snapshot.properties["dagster.write_mode"] == "upsert"
+    assert properties["dagster.run_id"] == result.run_id
+    assert properties["dagster.partition"] == DAY
+    assert properties["dagster.asset_key"] == "shop/orders"
+    assert properties["dagster.write_mode"] == "upsert"
     assert result.dagster_run.tags[TABLE_TAG] == ORDERS_TABLE
     assert result.dagster_run.tags["dagster/partition"] == DAY
 
@@ -190,9 +197,9 @@ def test_orders_materialization_metadata(materialize_orders: Any, resources: dic
         kinds["+I"], kinds["-U"], kinds["+U"], kinds["-D"])
     assert metadata["dagster/partition_row_count"] == live
     assert metadata["paimon/ingest/row_count_source"] == "merged read"  # level-0 files overlap
-    assert metadata["paimon/ingest/snapshot_id"] == str(table.latest_snapshot().id) == "2"  # text: read, not plotted
+    assert metadata["paimon/ingest/snapshot_id"] == str(latest(table).id) == "2"  # text: read, not plotted
     assert metadata["paimon/ingest/commit_kind"] == "APPEND"
-    assert metadata["paimon/ingest/stored_records"] == table.latest_snapshot().total_record_count
+    assert metadata["paimon/ingest/stored_records"] == latest(table).total_record_count
     assert metadata["paimon/ingest/mode"] == "upsert"
     assert metadata["paimon/ingest/commits"] == 1
     assert metadata["dagster/uri"] == table.uri
@@ -244,7 +251,7 @@ def test_a_day_is_committed_every_commit_every_rows_changes(instance: dg.Dagster
     assert {s.commit_user for s in snapshots} == {f"dagster:{result.run_id}:shop/orders:{DAY}"}
     assert [s.commit_identifier for s in snapshots] == list(range(1, expected_commits + 1))
     if expected_commits > 1:
-        assert [s.properties["dagster.final_chunk"] for s in snapshots] == ["false", "false", "true"]
+        assert [(s.properties or {})["dagster.final_chunk"] for s in snapshots] == ["false", "false", "true"]
     metadata = metadata_of(result, ORDERS_KEY)
     assert metadata["paimon/ingest/commits"] == expected_commits
     assert metadata["paimon/ingest/rows_written"] == changes.num_rows

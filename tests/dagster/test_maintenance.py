@@ -10,6 +10,7 @@ import datetime as dt_
 import os
 import shutil
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -98,7 +99,7 @@ def observations(result: dg.ExecuteInProcessResult) -> list[dg.AssetObservation]
             if e.event_type_value == "ASSET_OBSERVATION"]
 
 
-def plain(metadata: dict[str, Any]) -> dict[str, Any]:
+def plain(metadata: Mapping[str, Any]) -> dict[str, Any]:
     """Metadata values by name, the ``paimon/maintenance/`` namespace dropped."""
     return {key.removeprefix("paimon/maintenance/"): getattr(value, "value", value) for key, value in metadata.items()}
 
@@ -122,9 +123,13 @@ def output_metadata(result: dg.ExecuteInProcessResult, node: str) -> dict[str, A
     return dict(event.step_output_data.metadata)
 
 
-def check_def(defs: dg.Definitions, name: str, key: dg.AssetKey = LOG_EVENTS_KEY) -> dg.AssetsDefinition:
-    """The check ``name`` of the asset ``key`` in ``defs`` (invoked directly, it evaluates once)."""
-    return defs.resolve_asset_graph().assets_def_for_key(dg.AssetCheckKey(key, name))
+def execute_check(defs: dg.Definitions, instance: dg.DagsterInstance, name: str,
+                  key: dg.AssetKey = LOG_EVENTS_KEY) -> dg.AssetCheckEvaluation:
+    """Run the check ``name`` of the asset ``key`` on its own, as the UI's Execute does."""
+    job = defs.resolve_implicit_global_asset_job_def().get_subset(
+        asset_selection=set(), asset_check_selection={dg.AssetCheckKey(key, name)})
+    [evaluation] = job.execute_in_process(instance=instance).get_asset_check_evaluations()
+    return evaluation
 
 
 def step_failure(result: dg.ExecuteInProcessResult) -> str:
@@ -164,7 +169,8 @@ def test_expire_job_deletes_what_the_engine_plans(run_job: JobRunner, events: pc
     assert observed.asset_key == LOG_EVENTS_KEY and observed.partition is None
     assert meta["table"] == LOG_TABLE
     assert meta["snapshots_expired"] == COMMITS - 3 and meta["expired_snapshots"] == f"1..{COMMITS - 3}"
-    assert meta["earliest_snapshot_before"] == 1 and meta["earliest_snapshot_after"] == COMMITS - 2
+    assert meta["earliest_snapshot_before"] == "1" and meta["earliest_snapshot_after"] == str(COMMITS - 2)
+    assert meta["latest_snapshot"] == str(COMMITS)
     assert (meta["snapshots_retained_before"], meta["snapshots_retained_after"]) == (COMMITS, 3)
     assert meta["data_files"] == COMMITS - 3 and meta["bytes"] == expected.bytes > 0
     assert meta["metadata_files"] == len(expected.metadata_files)
@@ -484,7 +490,7 @@ def test_retention_check_warns_above_num_retained_max(events: pc.Table, target: 
 
 
 def test_orphan_check_warns_about_orphans_the_last_run_should_have_deleted(
-        demo_defs: dg.Definitions, run_job: JobRunner, catalog: PaimonCatalogResource, events: pc.Table,
+        demo_defs: dg.Definitions, instance: dg.DagsterInstance, run_job: JobRunner, events: pc.Table,
         target: TableTarget) -> None:
     plant(events, "data-crashed-writer-3.parquet", age_s=30 * HOUR_MS / 1000)  # within the window still
     assert orphans_outcome(events, target).passed
@@ -497,15 +503,14 @@ def test_orphan_check_warns_about_orphans_the_last_run_should_have_deleted(
     assert old.name in outcome.metadata["orphans"].value
     assert "remove_orphan_files_logs_events" in outcome.description
     # The check on the asset says the same; after the cleanup job it passes.
-    orphans_check = check_def(demo_defs, ORPHANS_CHECK)
-    assert not orphans_check(paimon_catalog=catalog).passed
+    assert not execute_check(demo_defs, instance, ORPHANS_CHECK).passed
     result = run(run_job, ORPHANS_JOB, orphans_run_config(target))
     assert checks(result)[ORPHANS_CHECK].passed and not old.exists()
-    assert orphans_check(paimon_catalog=catalog).passed
+    assert execute_check(demo_defs, instance, ORPHANS_CHECK).passed
 
 
-def test_checks_run_with_the_asset(demo_defs: dg.Definitions, materialize_day: Any,
-                                   catalog: PaimonCatalogResource) -> None:
+def test_checks_run_with_the_asset(demo_defs: dg.Definitions, instance: dg.DagsterInstance,
+                                   materialize_day: Any) -> None:
     result = materialize_day(DAY)
 
     evaluated = checks(result)
@@ -514,4 +519,27 @@ def test_checks_run_with_the_asset(demo_defs: dg.Definitions, materialize_day: A
     # The orphan check lists every directory of the table, so the ingestion job leaves it out
     # (the cleanup job records it); run on its own it passes.
     assert ORPHANS_CHECK not in evaluated
-    assert check_def(demo_defs, ORPHANS_CHECK)(paimon_catalog=catalog).passed
+    assert execute_check(demo_defs, instance, ORPHANS_CHECK).passed
+
+
+def test_writes_with_every_check_repeat_the_orphan_checks_last_verdict(demo_defs: dg.Definitions,
+                                                                     instance: dg.DagsterInstance,
+                                                                     events: pc.Table) -> None:
+    """Materializing from the asset page selects every check; the orphan check then repeats what
+    was last found instead of listing the table's directories after each write."""
+    page = demo_defs.resolve_implicit_global_asset_job_def().get_subset(asset_selection={LOG_EVENTS_KEY})
+
+    def write_with_every_check() -> dg.AssetCheckEvaluation:
+        result = page.execute_in_process(instance=instance, partition_key=DAY)
+        return checks(result)[ORPHANS_CHECK]
+
+    never = write_with_every_check()
+    assert never.passed and never.metadata["evaluated"].value is False
+    plant(events, "data-crashed-writer-5.parquet", age_s=4 * DAY_MS / 1000)
+    found = execute_check(demo_defs, instance, ORPHANS_CHECK)
+    assert not found.passed
+
+    repeated = write_with_every_check()
+
+    assert not repeated.passed and repeated.metadata["evaluated"].value is False
+    assert found.description in repeated.description

@@ -293,7 +293,7 @@ def test_a_retry_after_the_commit_landed_finds_it_and_commits_nothing(
     assert fault.landed == [snapshot.id]
     assert snapshot.commit_user == commit_user_for(result.run_id, "logs/events", DAY)  # a step retry keeps the run
     metadata = metadata_of(result)
-    assert metadata["paimon/ingest/snapshot_id"] == snapshot.id
+    assert metadata["paimon/ingest/snapshot_id"] == str(snapshot.id)
     assert metadata["paimon/ingest/reused_commit"] is True
     assert (metadata["paimon/ingest/rows_written"], metadata["paimon/ingest/commits"]) == (0, 0)
     assert metadata["dagster/row_count"] == ROWS
@@ -335,7 +335,7 @@ def test_a_retried_chunked_write_resumes_after_its_landed_chunks(
     metadata = metadata_of(result)
     assert metadata["paimon/ingest/reused_commit"] is True
     assert metadata["paimon/ingest/commits"] == (3 if when == "before" else 2)
-    assert metadata["paimon/ingest/snapshot_id"] == snapshots[-1].id
+    assert metadata["paimon/ingest/snapshot_id"] == str(snapshots[-1].id)
     assert orphans_now(table) == set(fault.orphaned)
     assert all(checks_passed(result).values())
     totals = runner(TOTALS_JOB, DAY)
