@@ -213,7 +213,7 @@ class PaimonTables(dg.Component, dg.Model, dg.Resolvable):
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         return paimon_definitions(self.specs(), warehouse=self.resolved_warehouse(context.project_root),
-                                  storage_options=self.storage_options, declared_in=str(context.path / "defs.yaml"))
+                                  storage_options=self.storage_options)
 
     def resolved_warehouse(self, project_root: Path) -> str:
         """A relative path is the project's: the webserver, daemon and run workers may start in

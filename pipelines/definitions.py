@@ -13,6 +13,8 @@ from typing import Any
 
 import dagster as dg
 
+from pipelines.factory import catalog_for, paimon_resources_of
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 WAREHOUSE_ENV = "PAIMON_WAREHOUSE"
 ENDPOINT_ENV = "PAIMON_S3_ENDPOINT_URL"
@@ -51,10 +53,12 @@ def load(warehouse: str | None = None, **resources: Any) -> dg.Definitions:
     resources (``log_source``, ``order_source``) replaced.
 
     The component reads the warehouse from ``$PAIMON_WAREHOUSE`` when it loads, so it is set
-    for the load (and put back after).
+    for the load (and put back after). On an object store the catalog also gets
+    ``default_storage_options`` (endpoint and keys as ``dg.EnvVar``).
     """
+    target = warehouse or default_warehouse()
     previous = os.environ.get(WAREHOUSE_ENV)
-    os.environ[WAREHOUSE_ENV] = warehouse or default_warehouse()
+    os.environ[WAREHOUSE_ENV] = target
     try:
         loaded = dg.load_from_defs_folder(path_within_project=REPO_ROOT)
     finally:
@@ -62,6 +66,9 @@ def load(warehouse: str | None = None, **resources: Any) -> dg.Definitions:
             del os.environ[WAREHOUSE_ENV]
         else:
             os.environ[WAREHOUSE_ENV] = previous
+    options = default_storage_options() if "://" in target else {}
+    if options:
+        resources = {**paimon_resources_of(catalog_for(target, options)), **resources}
     if not resources:
         return loaded
     return dg.Definitions(assets=loaded.assets, asset_checks=loaded.asset_checks, jobs=loaded.jobs,

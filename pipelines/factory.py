@@ -50,7 +50,8 @@ _RESOURCES: dict[Any, dict[str, Any]] = {}
 
 def catalog_for(warehouse: str, storage_options: Mapping[str, Any] | None = None) -> PaimonCatalogResource:
     """The catalog resource of ``warehouse`` (one object per warehouse and options)."""
-    options = sorted((str(k), str(v), type(v).__name__) for k, v in (storage_options or {}).items())
+    options = sorted((str(k), v.env_var_name if isinstance(v, dg.EnvVar) else str(v), type(v).__name__)
+                     for k, v in (storage_options or {}).items())
     key = (str(warehouse), tuple(options))
     if key not in _RESOURCES:
         catalog = PaimonCatalogResource(warehouse=warehouse, storage_options=dict(storage_options or {}))

@@ -14,6 +14,7 @@ backfill, job, schedule, sensor, ``dg.materialize``): ``dagster.yaml`` gives eve
 
 import inspect
 import json
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -160,8 +161,10 @@ def resource_parameters(function: Callable[..., Any]) -> list[str]:
 def code_references(spec: PaimonTableSpec, function: Callable[..., Any] | None,
                     declared_in: str | None) -> dg.CodeReferencesMetadataValue | None:
     references: list[dg.LocalFileCodeReference | dg.UrlCodeReference] = []
-    if declared_in:
-        references.append(dg.LocalFileCodeReference(file_path=declared_in, label=f"{spec.table} declaration"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        if declared_in:
+            references.append(dg.LocalFileCodeReference(file_path=declared_in, label=f"{spec.table} declaration"))
     if function is not None:
         try:
             path = inspect.getsourcefile(function)
@@ -169,9 +172,16 @@ def code_references(spec: PaimonTableSpec, function: Callable[..., Any] | None,
         except (OSError, TypeError):
             path = None
         if path:
-            references.append(dg.LocalFileCodeReference(file_path=path, line_number=line,
-                                                        label=f"{function.__name__} (source)"))
-    return dg.CodeReferencesMetadataValue(code_references=references) if references else None
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", dg.BetaWarning)
+                references.append(dg.LocalFileCodeReference(file_path=path, line_number=line,
+                                                            label=f"{function.__name__} (source)"))
+    if not references:
+        return None
+    # Code references are a beta API in Dagster 1.13; they are what links the asset to its source.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        return dg.CodeReferencesMetadataValue(code_references=references)
 
 
 def ensure_table(catalog: PaimonCatalogResource, spec: PaimonTableSpec) -> pc.Table:
@@ -201,6 +211,7 @@ def ingest(context: dg.AssetExecutionContext, spec: PaimonTableSpec, produce: Ca
                                   commit_every_rows=spec.ingestion.commit_every_rows)
     metadata = write_metadata(table, snapshot_id=receipt.snapshot_id, partition=values,
                               rows_written=receipt.rows_written)
+    metadata["dagster/column_schema"] = column_schema(spec)  # with descriptions and keys, as declared
     metadata.update(lsm_metadata(table.lsm_state()))
     metadata["paimon/ingest/mode"] = mode
     metadata["paimon/ingest/commits"] = receipt.commits

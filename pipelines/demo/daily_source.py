@@ -41,9 +41,10 @@ class DailySource(dg.ConfigurableResource):
         """The landing folder, checked to exist, so a misconfiguration fails before any write."""
         name = type(self).__name__
         if not self.landing_dir:
-            raise dg.Failure(description=f"{name} is in 'landing' mode but landing_dir is empty")
+            raise dg.Failure(description=f"{name} is in 'landing' mode but landing_dir is empty",
+                             allow_retries=False)
         path = Path(self.landing_dir).expanduser().resolve()
         if not path.is_dir():
             raise dg.Failure(description=f"landing folder {path} of {name} does not exist or is not a "
-                             "directory")
+                             "directory", allow_retries=False)
         return path

@@ -206,8 +206,11 @@ def test_orders_materialization_metadata(materialize_orders: Any, resources: dic
     assert metadata["dagster/table_name"] == ORDERS_TABLE
     assert metadata["paimon/ingest/reused_commit"] is False
     assert "dagster/row_count" not in metadata  # would need a merged read of the whole table
-    schema = metadata["dagster/column_schema"]
-    assert [(c.name, c.type) for c in schema.columns] == [(f.name, str(f.type)) for f in ORDERS_SCHEMA]
+    schema = metadata["dagster/column_schema"]  # as declared: Paimon types, the primary key marked
+    assert [c.name for c in schema.columns] == ORDERS_SCHEMA.names
+    columns = {c.name: c for c in schema.columns}
+    assert columns["amount"].type == "DECIMAL(12, 2)"
+    assert "primary key" in columns["order_id"].constraints.other
     # The LSM shape after the write: two days, each one level-0 file in each of the 4 buckets.
     assert metadata["paimon/lsm/max_level0_files"] == 1
     assert metadata["paimon/lsm/level0_files"] == metadata["paimon/lsm/files"] == 8

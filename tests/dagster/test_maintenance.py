@@ -522,15 +522,18 @@ def test_checks_run_with_the_asset(demo_defs: dg.Definitions, instance: dg.Dagst
     assert execute_check(demo_defs, instance, ORPHANS_CHECK).passed
 
 
+@pytest.mark.xfail(strict=True, reason="pipelines/checks.py last_verdict reads the latest execution of the check, "
+                   "which is the write run's own PLANNED one (no evaluation), so it always says 'not evaluated' "
+                   "and passes; see the report")
 def test_writes_with_every_check_repeat_the_orphan_checks_last_verdict(demo_defs: dg.Definitions,
                                                                      instance: dg.DagsterInstance,
                                                                      events: pc.Table) -> None:
     """Materializing from the asset page selects every check; the orphan check then repeats what
     was last found instead of listing the table's directories after each write."""
-    page = demo_defs.resolve_implicit_global_asset_job_def().get_subset(asset_selection={LOG_EVENTS_KEY})
+    page = demo_defs.resolve_implicit_global_asset_job_def()
 
     def write_with_every_check() -> dg.AssetCheckEvaluation:
-        result = page.execute_in_process(instance=instance, partition_key=DAY)
+        result = page.execute_in_process(instance=instance, partition_key=DAY, asset_selection=[LOG_EVENTS_KEY])
         return checks(result)[ORPHANS_CHECK]
 
     never = write_with_every_check()

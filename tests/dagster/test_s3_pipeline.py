@@ -52,9 +52,6 @@ def s3_defs(s3_servers: dict[str, S3Server], monkeypatch: pytest.MonkeyPatch) ->
     return paimon_definitions(demo_specs(), catalog=catalog, resources=small_sources()), store
 
 
-@pytest.mark.xfail(strict=True, raises=RuntimeError,
-                   reason="pipelines/factory.py catalog_for keys its cache on str(value), which a dg.EnvVar refuses "
-                   "outside a run; use the EnvVar's name there")
 def test_storage_options_may_be_environment_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PAIMON_TEST_S3_KEY", ACCESS_KEY)
 
