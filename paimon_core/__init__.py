@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-from paimon_core.catalog import Catalog
+from paimon_core.catalog import Catalog, validate_table
+from paimon_core.compaction.compactor import BucketCompaction, BucketTotals, CompactionResult
+from paimon_core.compaction.state import BucketState, LsmState
 from paimon_core.consumer import Consumer
 from paimon_core.errors import PaimonError
+from paimon_core.maintenance.auto_tags import AutoTagResult
+from paimon_core.maintenance.expiry import ExpiryPlan
+from paimon_core.maintenance.orphans import DAY_MS, OrphanFiles
+from paimon_core.options import TableOptions
 from paimon_core.read.changes import ROW_KIND
+from paimon_core.read.scan import DataSplit
 from paimon_core.read.stream import ChangeBatch, ChangeStream
 from paimon_core.schema import (
     AddColumn,
@@ -13,16 +20,19 @@ from paimon_core.schema import (
     RemoveOption,
     RenameColumn,
     SetOption,
+    TableSchema,
     UpdateColumnType,
     UpdateComment,
 )
 from paimon_core.snapshot import Snapshot
 from paimon_core.table import Table, TableWrite
-from paimon_core.type_names import arrow_field_for, parse_type_name
+from paimon_core.type_names import arrow_field_for, parse_type_name, type_name
 from paimon_core.version import __version__
 
 __all__ = [
-    "ROW_KIND", "AddColumn", "Catalog", "ChangeBatch", "ChangeStream", "Consumer", "DropColumn",
-    "PaimonError", "RemoveOption", "RenameColumn", "SetOption", "Snapshot", "Table", "TableWrite",
-    "UpdateColumnType", "UpdateComment", "__version__", "arrow_field_for", "parse_type_name",
+    "DAY_MS", "ROW_KIND", "AddColumn", "AutoTagResult", "BucketCompaction", "BucketState", "BucketTotals", "Catalog",
+    "ChangeBatch", "ChangeStream", "CompactionResult", "Consumer", "DataSplit", "DropColumn", "ExpiryPlan", "LsmState",
+    "OrphanFiles", "PaimonError", "RemoveOption", "RenameColumn", "SetOption", "Snapshot", "Table", "TableOptions",
+    "TableSchema", "TableWrite", "UpdateColumnType", "UpdateComment", "__version__", "arrow_field_for",
+    "parse_type_name", "type_name", "validate_table",
 ]

@@ -30,7 +30,7 @@ from paimon_core.errors import (
     UnsupportedFeatureError,
 )
 from paimon_core.fileio import FileIO
-from paimon_core.layout import TablePaths
+from paimon_core.layout import TablePaths, unescape_path_name
 from paimon_core.maintenance.auto_tags import AutoTagResult, create_automatic_tags
 from paimon_core.maintenance.expiry import ExpiryPlan, SnapshotExpiry
 from paimon_core.maintenance.orphans import OrphanFiles, OrphanFilesClean
@@ -244,6 +244,26 @@ class Table:
                 every small file) instead of doing only what the picker asks for now.
         """
         return TableCompactor(self, commit_user=commit_user).compact(partitions, buckets, full=full)
+
+    def partition_of(self, path: str) -> dict[str, str | None]:
+        """``{column: value}`` of a partition path as :meth:`lsm_state` reports it
+        (``dt=2024-01-01/region=eu``); ``""`` (unpartitioned) gives ``{}``, the default
+        partition name (a null value) gives None.
+
+        Raises:
+            ValueError: ``path`` is not ``k=v[/k=v]``.
+        """
+        if not path:
+            return {}
+        default = self.options.partition_default_name
+        spec: dict[str, str | None] = {}
+        for part in path.split("/"):
+            key, sep, value = part.partition("=")
+            if not sep:
+                raise ValueError(f"{path!r} is not a partition path of table {self.name} (want k=v[/k=v])")
+            text = unescape_path_name(value)
+            spec[unescape_path_name(key)] = None if text == default else text
+        return spec
 
     def lsm_state(self, partitions: PartitionSpec | Sequence[PartitionSpec] | None = None,
                   buckets: Iterable[int] | None = None) -> LsmState:

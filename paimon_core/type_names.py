@@ -311,3 +311,17 @@ class _Parser:
         if problem is not None:
             self.fail(start.pos, problem)
         return replace(data_type, nullable=nullable)
+
+
+def type_name(data_type: DataType) -> str:
+    """The SQL name of a type, as :func:`parse_type_name` reads it back (``DECIMAL(12, 2) NOT NULL``,
+    ``ARRAY<STRING>``, ``MAP<STRING NOT NULL, BIGINT>``, ``ROW<`a` INT, `b` STRING>``)."""
+    suffix = "" if data_type.nullable else " NOT NULL"
+    if isinstance(data_type, AtomicType):
+        return type_to_string(data_type)
+    if isinstance(data_type, ArrayType):
+        return f"ARRAY<{type_name(data_type.element)}>{suffix}"
+    if isinstance(data_type, MapType):
+        return f"MAP<{type_name(data_type.key)}, {type_name(data_type.value)}>{suffix}"
+    fields = ", ".join(f"`{f.name.replace('`', '``')}` {type_name(f.type)}" for f in data_type.fields)
+    return f"ROW<{fields}>{suffix}"

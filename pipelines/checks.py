@@ -17,6 +17,9 @@ from pipelines.maintenance_checks import ORPHANS_CHECK, RETENTION_CHECK, orphans
 from pipelines.target import TableTarget
 from resources import PaimonCatalogResource
 
+# Past executions of the orphan check looked at for its last verdict (newest first).
+HISTORY_LOOKED_AT = 20
+
 
 def lsm_checks(target: TableTarget) -> list[dg.AssetChecksDefinition]:
     """``level0_below_stop_trigger`` and ``small_files`` of one table."""
@@ -58,22 +61,26 @@ def maintenance_checks(target: TableTarget) -> list[dg.AssetChecksDefinition]:
     def _orphans(context: dg.AssetCheckExecutionContext,
                  paimon_catalog: PaimonCatalogResource) -> dg.AssetCheckResult:
         if target.asset_key in (context.run.asset_selection or ()):
-            return last_verdict(context.instance, dg.AssetCheckKey(target.asset_key, ORPHANS_CHECK))
+            return last_verdict(context.instance, dg.AssetCheckKey(target.asset_key, ORPHANS_CHECK),
+                                own_run_id=context.run.run_id)
         return orphans_outcome(paimon_catalog.table(target.table), target).result(target.asset_key)
 
     return [_retention, _orphans]
 
 
-def last_verdict(instance: dg.DagsterInstance, key: dg.AssetCheckKey) -> dg.AssetCheckResult:
+def last_verdict(instance: dg.DagsterInstance, key: dg.AssetCheckKey, *, own_run_id: str) -> dg.AssetCheckResult:
     """The check's latest recorded result again, for runs that materialize the asset.
 
     Materializing from the asset page selects every check of the asset; listing every directory
     of the table after each partition write would cost more than the write (thousands of LISTs
     on S3), so such runs repeat what the cleanup job (or an Execute from the UI) last found.
     """
-    latest = instance.event_log_storage.get_latest_asset_check_execution_by_key([key]).get(key)
-    event = latest.event if latest is not None else None
-    evaluation = event.asset_check_evaluation if event is not None else None
+    event, evaluation = None, None
+    for record in instance.event_log_storage.get_asset_check_execution_history(key, limit=HISTORY_LOOKED_AT):
+        # This run's own execution is planned, without an evaluation yet.
+        if record.run_id != own_run_id and record.event is not None and record.event.asset_check_evaluation:
+            event, evaluation = record.event, record.event.asset_check_evaluation
+            break
     if event is None or evaluation is None:
         return dg.AssetCheckResult(asset_key=key.asset_key, check_name=key.name, passed=True,
                                    severity=dg.AssetCheckSeverity.WARN,

@@ -32,11 +32,9 @@ import dagster as dg
 from pydantic import Field
 
 import paimon_core as pc
-from paimon_core.compaction.compactor import BucketCompaction, BucketTotals, CompactionResult
-from paimon_core.compaction.state import BucketState, LsmState
-from paimon_core.errors import CommitConflictError, DatabaseNotFoundError, InvalidNameError, TableNotFoundError
+from paimon_core.errors import CommitConflictError
 from pipelines.lsm import COMPACTION_TAG, check_outcomes, lsm_metadata, partition_spec, state_metadata
-from pipelines.target import TableTarget, TargetConfig, resolve_target
+from pipelines.target import TableTarget, TargetConfig, existing_table, resolve_target
 from resources import PaimonCatalogResource
 
 log = logging.getLogger(__name__)
@@ -97,7 +95,7 @@ class PartitionTask:
 
 
 @dataclass(frozen=True, slots=True)
-class PartitionCompaction(BucketTotals):
+class PartitionCompaction(pc.BucketTotals):
     """What compacting one partition did (plain values: it is an op output)."""
 
     table: str
@@ -105,7 +103,7 @@ class PartitionCompaction(BucketTotals):
     snapshot_id: int | None
     conflicts: int
     skipped: bool  # every attempt conflicted; the next run picks it up
-    buckets: tuple[BucketCompaction, ...]
+    buckets: tuple[pc.BucketCompaction, ...]
     duration_s: float
 
 
@@ -128,7 +126,7 @@ class CompactionPlan:
 # ---- planning -------------------------------------------------------------------------------
 
 
-def needs_work(bucket: BucketState, *, full: bool, level0_threshold: int) -> bool:
+def needs_work(bucket: pc.BucketState, *, full: bool, level0_threshold: int) -> bool:
     """Whether a bucket is worth a compaction step.
 
     Minor: the picker has work for it (``pending``) and it reached ``level0_threshold``. Full:
@@ -139,9 +137,10 @@ def needs_work(bucket: BucketState, *, full: bool, level0_threshold: int) -> boo
     return bucket.pending is not None and bucket.level0_files >= level0_threshold
 
 
-def plan_tasks(state: LsmState, target: TableTarget, *, full: bool, level0_threshold: int = 0) -> list[PartitionTask]:
+def plan_tasks(state: pc.LsmState, target: TableTarget, *, full: bool,
+               level0_threshold: int = 0) -> list[PartitionTask]:
     """One task per partition with buckets needing work, partitions and buckets in order."""
-    by_partition: dict[str, list[BucketState]] = {}
+    by_partition: dict[str, list[pc.BucketState]] = {}
     for bucket in state.buckets:
         if needs_work(bucket, full=full, level0_threshold=level0_threshold):
             by_partition.setdefault(bucket.partition, []).append(bucket)
@@ -204,19 +203,11 @@ def plan_full_compaction(context: dg.OpExecutionContext, config: FullCompactionC
     yield from plan(context, paimon_catalog, config, full=True, level0_threshold=0)
 
 
-def existing_table(paimon_catalog: PaimonCatalogResource, table: str) -> pc.Table:
-    """The table a run works on; one that does not exist fails the run in one line, not a trace."""
-    try:
-        return paimon_catalog.table(table)
-    except (DatabaseNotFoundError, TableNotFoundError, InvalidNameError) as exc:
-        raise dg.Failure(description=f"Paimon table {table}: {exc}", allow_retries=False) from None
-
-
 # ---- compacting -----------------------------------------------------------------------------
 
 
 def compact_task(table: pc.Table, task: PartitionTask, *, commit_user: str,
-                 attempts: int = CONFLICT_ATTEMPTS) -> tuple[CompactionResult | None, int]:
+                 attempts: int = CONFLICT_ATTEMPTS) -> tuple[pc.CompactionResult | None, int]:
     """Compact one partition's buckets; on a conflict re-plan from the newer snapshot.
 
     Returns the result (None when every attempt conflicted) and the conflicts met.
@@ -233,7 +224,7 @@ def compact_task(table: pc.Table, task: PartitionTask, *, commit_user: str,
     return None, conflicts
 
 
-def buckets_table(buckets: tuple[BucketCompaction, ...]) -> dg.MetadataValue:
+def buckets_table(buckets: tuple[pc.BucketCompaction, ...]) -> dg.MetadataValue:
     columns = [("bucket", "int"), ("reason", "string"), ("output level", "int"), ("files in", "int"),
                ("files out", "int"), ("files moved up", "int"), ("bytes in", "int"), ("bytes out", "int"),
                ("changelog rows", "int"), ("files per level before", "string"), ("files per level after", "string")]
@@ -312,7 +303,7 @@ def compact_partition(context: dg.OpExecutionContext, paimon_catalog: PaimonCata
 # ---- report ---------------------------------------------------------------------------------
 
 
-def record_checks(context: dg.OpExecutionContext, target: TableTarget, table: pc.Table, state: LsmState) -> None:
+def record_checks(context: dg.OpExecutionContext, target: TableTarget, table: pc.Table, state: pc.LsmState) -> None:
     """Record the table's LSM checks on its asset, as of ``state`` (after compacting).
 
     ``log_event`` takes check evaluations at run time (and records them like a check step

@@ -17,8 +17,6 @@ import dagster as dg
 from pydantic import Field
 
 import paimon_core as pc
-from paimon_core.maintenance.auto_tags import AutoTagResult
-from paimon_core.maintenance.expiry import ExpiryPlan
 from pipelines.maintenance import MaintenanceConfig, maintenance_schedule, maintenance_target, record
 from pipelines.maintenance_checks import SnapshotSpan, consumers_text, paths_md, relative, retention_outcome
 from pipelines.schedule_ticks import iso
@@ -59,8 +57,8 @@ def automatic_tags(table: pc.Table) -> bool:
     return table.options.tag_automatic_creation == "process-time"
 
 
-def expiry_metadata(table: pc.Table, plan: ExpiryPlan, before: SnapshotSpan, after: SnapshotSpan,
-                    older_than_ms: int | None, tags: AutoTagResult | None = None) -> dict[str, Any]:
+def expiry_metadata(table: pc.Table, plan: pc.ExpiryPlan, before: SnapshotSpan, after: SnapshotSpan,
+                    older_than_ms: int | None, tags: pc.AutoTagResult | None = None) -> dict[str, Any]:
     deleted = [*plan.data_files, *plan.changelog_files, *plan.index_files, *plan.metadata_files]
     auto = {} if tags is None else {"paimon/maintenance/automatic_tag_created": tags.created or "-",
                                     "paimon/maintenance/automatic_tags_deleted": ", ".join(tags.deleted) or "-"}
@@ -98,7 +96,7 @@ def expiry_metadata(table: pc.Table, plan: ExpiryPlan, before: SnapshotSpan, aft
 
 @dg.op(tags={"paimon/operation": "expire-snapshots"})
 def expire_snapshots(context: dg.OpExecutionContext, config: ExpireSnapshotsConfig,
-                     paimon_catalog: PaimonCatalogResource) -> dg.Output[ExpiryPlan]:
+                     paimon_catalog: PaimonCatalogResource) -> dg.Output[pc.ExpiryPlan]:
     """Expire the table's old snapshots and the files only they reached; observe the table's asset."""
     table, target, older_than = maintenance_target(context, config, paimon_catalog, config.older_than)
     before = SnapshotSpan.of(table)

@@ -117,9 +117,11 @@ def automation_md(spec: PaimonTableSpec) -> dg.MetadataValue:
         rows.append((f"changes_{spec.name}_sensor", "sensor", f"unread changes of {ingestion.changes_of}"))
     if spec.compaction.sensor:
         threshold = spec.compaction.level0_threshold
+        job = "paimon_full_compaction_job" if spec.full_compactions else "paimon_compaction_job"
+        every = spec.full_compaction_every
         rows.append((f"compact_{spec.name}_sensor", "sensor",
-                     f"level 0 reaching {threshold if threshold else 'the compaction trigger'} -> "
-                     f"paimon_{'full_' if spec.compaction.job == 'full' else ''}compaction_job"))
+                     f"level 0 reaching {threshold if threshold else 'the compaction trigger'} -> {job}"
+                     + (f"; every {every} commits -> paimon_full_compaction_job" if every else "")))
     if spec.maintenance.expire_cron:
         rows.append((f"expire_snapshots_{spec.name}", "schedule",
                      f"`{spec.maintenance.expire_cron}` -> paimon_expire_snapshots_job"))

@@ -17,8 +17,6 @@ from typing import Any
 import dagster as dg
 
 import paimon_core as pc
-from paimon_core.compaction.state import BucketState, LsmState
-from paimon_core.layout import unescape_path_name
 from pipelines.target import TableTarget
 
 # Runs that compact a table carry COMPACTION_TAG=<db.table>; dagster.yaml allows one such run per
@@ -108,29 +106,16 @@ def level0_threshold(target: TableTarget, table: pc.Table) -> int:
 
 
 def partition_spec(table: pc.Table, path: str) -> dict[str, Any]:
-    """``{column: value}`` of a partition path as ``lsm_state`` reports it (``dt=2024-01-01``).
-
-    ``""`` (unpartitioned) gives ``{}``; the default partition name gives None.
-    """
-    if not path:
-        return {}
-    default = table.options.partition_default_name
-    spec: dict[str, Any] = {}
-    for part in path.split("/"):
-        key, sep, value = part.partition("=")
-        if not sep:
-            raise ValueError(f"{path!r} is not a partition path of table {table.name} (want k=v[/k=v])")
-        text = unescape_path_name(value)
-        spec[unescape_path_name(key)] = None if text == default else text
-    return spec
+    """``{column: value}`` of a partition path as ``lsm_state`` reports it (``dt=2024-01-01``)."""
+    return dict(table.partition_of(path))
 
 
-def worst_buckets(state: LsmState, limit: int = BUCKETS_SHOWN) -> list[BucketState]:
+def worst_buckets(state: pc.LsmState, limit: int = BUCKETS_SHOWN) -> list[pc.BucketState]:
     """The buckets with the most level-0 files (then most files), at most ``limit``."""
     return sorted(state.buckets, key=lambda b: (-b.level0_files, -b.files, b.partition, b.bucket))[:limit]
 
 
-def levels_table(state: LsmState, limit: int = BUCKETS_SHOWN) -> dg.MetadataValue:
+def levels_table(state: pc.LsmState, limit: int = BUCKETS_SHOWN) -> dg.MetadataValue:
     """The worst buckets' shape as a Dagster table (files per level 0..max, bytes, debt)."""
     shown = worst_buckets(state, limit)
     columns = [("partition", "string"), ("bucket", "int"), ("L0 files", "int"), ("sorted runs", "int"),
@@ -145,7 +130,7 @@ def levels_table(state: LsmState, limit: int = BUCKETS_SHOWN) -> dg.MetadataValu
         columns=[dg.TableColumn(name, kind) for name, kind in columns]))
 
 
-def state_metadata(state: LsmState) -> dict[str, Any]:
+def state_metadata(state: pc.LsmState) -> dict[str, Any]:
     """Numbers worth plotting over time, plus the worst buckets."""
     return {
         "snapshot_id": state.snapshot_id if state.snapshot_id is not None else -1,
@@ -161,7 +146,7 @@ def state_metadata(state: LsmState) -> dict[str, Any]:
     }
 
 
-def lsm_metadata(state: LsmState) -> dict[str, Any]:
+def lsm_metadata(state: pc.LsmState) -> dict[str, Any]:
     """The table's shape as plottable numbers (``paimon/lsm/*``), recorded with every write and
     after every compaction so the asset's plots show level 0 growing and compaction folding it:
     the worst bucket's level-0 files, the bytes the picker would rewrite now, and files and bytes
@@ -198,7 +183,7 @@ class CheckOutcome:
                                        metadata=self.metadata)
 
 
-def level0_outcome(state: LsmState) -> CheckOutcome:
+def level0_outcome(state: pc.LsmState) -> CheckOutcome:
     """Level 0 of every bucket below the stop-trigger.
 
     A compacting Paimon writer stalls at the stop-trigger; write-only writers never do, so here
@@ -221,7 +206,7 @@ def level0_outcome(state: LsmState) -> CheckOutcome:
         "levels": levels_table(state)})
 
 
-def small_files_outside_level0(bucket: BucketState, *, primary_key: bool) -> int:
+def small_files_outside_level0(bucket: pc.BucketState, *, primary_key: bool) -> int:
     """Small files of a bucket that the next minor compaction will not fold.
 
     Key tables: small files above level 0 (level-0 files are folded at the compaction trigger
@@ -232,7 +217,7 @@ def small_files_outside_level0(bucket: BucketState, *, primary_key: bool) -> int
     return max(0, bucket.small_files - bucket.level0_files) if primary_key else bucket.small_files
 
 
-def small_files_outcome(state: LsmState, *, min_file_num: int, primary_key: bool) -> CheckOutcome:
+def small_files_outcome(state: pc.LsmState, *, min_file_num: int, primary_key: bool) -> CheckOutcome:
     """No bucket holds too many small files that compaction leaves alone.
 
     Everything under ``target-file-size`` times ``compaction.small-file-ratio`` is small, so a
@@ -259,7 +244,7 @@ def small_files_outcome(state: LsmState, *, min_file_num: int, primary_key: bool
         "max_small_files_per_bucket": worst, "limit": limit, "buckets_over": crowded})
 
 
-def check_outcomes(table: pc.Table, state: LsmState | None = None) -> list[CheckOutcome]:
+def check_outcomes(table: pc.Table, state: pc.LsmState | None = None) -> list[CheckOutcome]:
     """Both LSM checks of ``table`` (on ``state``, else its latest snapshot)."""
     state = state if state is not None else table.lsm_state()
     return [level0_outcome(state),
@@ -267,7 +252,7 @@ def check_outcomes(table: pc.Table, state: LsmState | None = None) -> list[Check
                                 primary_key=bool(table.schema.primary_keys))]
 
 
-def format_state(state: LsmState, *, partitions: Sequence[str] | None = None, indent: str = "  ") -> str:
+def format_state(state: pc.LsmState, *, partitions: Sequence[str] | None = None, indent: str = "  ") -> str:
     """A small text table of the buckets (of ``partitions``, if given): what ``make demo`` prints."""
     buckets = [b for b in state.buckets if partitions is None or b.partition in partitions]
     lines = [f"{indent}{'partition':<15} {'bucket':>6}  {'L0':>3}  {'files per level':<15} {'bytes':>9}  pending"]

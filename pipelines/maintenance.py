@@ -41,7 +41,7 @@ import paimon_core as pc
 from paimon_core.errors import DatabaseNotFoundError, TableNotFoundError
 from pipelines.lsm import COMPACTION_TAG, CheckOutcome
 from pipelines.schedule_ticks import current_ms, parse_time
-from pipelines.target import TableTarget, TargetConfig, resolve_target
+from pipelines.target import TableTarget, TargetConfig, existing_table, resolve_target
 from resources import PaimonCatalogResource
 
 
@@ -84,9 +84,7 @@ def maintenance_target(context: dg.OpExecutionContext, config: MaintenanceConfig
     and ``older_than`` as epoch milliseconds (None: the table's own window)."""
     check_maintenance_tag(context, config.table)
     target = resolve_target(context, config)
-    table = table_or_none(catalog, config.table)
-    if table is None:
-        raise dg.Failure(description=f"Paimon table {config.table} does not exist", allow_retries=False)
+    table = existing_table(catalog, config.table)
     return table, target, parse_time(older_than, now_ms=current_ms(), field="older_than")
 
 

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import dagster as dg
 
 import paimon_core as pc
-from paimon_core.maintenance.orphans import DAY_MS
 from pipelines.lsm import CheckOutcome
 from pipelines.schedule_ticks import current_ms, iso, scheduled_ticks
 from pipelines.target import DEFAULT_EXPIRE_CRON, DEFAULT_ORPHANS_CRON, TableTarget
@@ -135,7 +134,7 @@ def orphans_outcome(table: pc.Table, target: TableTarget, *, at_ms: int | None =
     at = current_ms() if at_ms is None else at_ms
     cron = orphans_cron(target)
     previous, last = scheduled_ticks(cron, at)
-    found = table.remove_orphan_files(dry_run=True, older_than=previous - DAY_MS)
+    found = table.remove_orphan_files(dry_run=True, older_than=previous - pc.DAY_MS)
     kinds = Counter(kind_of(table, p) for p in found.orphans)
     if found.orphans:
         description = (f"{len(found.orphans)} orphan file(s) ({found.bytes:,} bytes) older than "

@@ -17,7 +17,7 @@ import dagster as dg
 from pydantic import Field
 
 import paimon_core as pc
-from paimon_core.maintenance.orphans import OrphanFiles
+from paimon_core.errors import OptionError
 from pipelines.lsm import COMPACTION_TAG
 from pipelines.maintenance import MaintenanceConfig, maintenance_schedule, maintenance_target, record
 from pipelines.maintenance_checks import ORPHAN_KINDS, PATHS_SHOWN, kind_of, orphans_outcome, paths_md, relative
@@ -65,7 +65,7 @@ def writers_running(instance: dg.DagsterInstance, table: str, *, own_run_id: str
     return sorted(found.values())
 
 
-def orphans_metadata(table: pc.Table, result: OrphanFiles, *, forced: bool) -> dict[str, Any]:
+def orphans_metadata(table: pc.Table, result: pc.OrphanFiles, *, forced: bool) -> dict[str, Any]:
     kinds = Counter(kind_of(table, p) for p in result.orphans)
     return {
         "paimon/maintenance/table": table.name,
@@ -84,7 +84,7 @@ def orphans_metadata(table: pc.Table, result: OrphanFiles, *, forced: bool) -> d
 
 @dg.op(tags={"paimon/operation": "remove-orphan-files"})
 def remove_orphan_files(context: dg.OpExecutionContext, config: RemoveOrphanFilesConfig,
-                        paimon_catalog: PaimonCatalogResource) -> dg.Output[OrphanFiles]:
+                        paimon_catalog: PaimonCatalogResource) -> dg.Output[pc.OrphanFiles]:
     """Delete the table's files that nothing references and that are older than the window."""
     table, target, older_than = maintenance_target(context, config, paimon_catalog, config.older_than)
     if config.force and not config.dry_run:
@@ -92,7 +92,10 @@ def remove_orphan_files(context: dg.OpExecutionContext, config: RemoveOrphanFile
         if busy:
             raise dg.Failure(description=f"a forced orphan cleanup of {config.table} would delete the files of "
                              f"commits in flight; runs in progress: {', '.join(busy)}", allow_retries=False)
-    result = table.remove_orphan_files(older_than=older_than, dry_run=config.dry_run, force=config.force)
+    try:
+        result = table.remove_orphan_files(older_than=older_than, dry_run=config.dry_run, force=config.force)
+    except OptionError as exc:  # a window too close to now without force
+        raise dg.Failure(description=f"{config.table}: {exc}", allow_retries=False) from None
     metadata = orphans_metadata(table, result, forced=config.force)
     verb = "would delete" if result.dry_run else "deleted"
     context.log.info(f"{table.name}: {verb} {len(result.orphans)} orphan file(s) ({result.bytes:,} bytes) of "

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import dagster as dg
 
-from paimon_core.compaction.state import BucketState, LsmState
+import paimon_core as pc
 from paimon_core.errors import DatabaseNotFoundError, TableNotFoundError
 from pipelines.compaction import (
     COMPACTION_JOB,
@@ -107,13 +107,13 @@ class CompactionRequest:
     worst_level0: int  # the most level-0 files of one bucket among those partitions
 
 
-def above_max_level(bucket: BucketState) -> bool:
+def above_max_level(bucket: pc.BucketState) -> bool:
     """Whether a primary-key bucket holds files above its max level: rows a full compaction still
     has to fold (with the full-compaction producer, changes not yet in the changelog)."""
     return any(bucket.level_files[:-1])
 
 
-def decide(state: LsmState, *, threshold: int, primary_key: bool, changelog: bool) -> CompactionRequest | None:
+def decide(state: pc.LsmState, *, threshold: int, primary_key: bool, changelog: bool) -> CompactionRequest | None:
     """The run a table's state calls for, or None (pure: the sensor's whole policy).
 
     A scheduled full compaction that is due (``state.full_compaction_due``) fully compacts every
@@ -135,7 +135,7 @@ def decide(state: LsmState, *, threshold: int, primary_key: bool, changelog: boo
                              max(b.level0_files for b in over))
 
 
-def schedule_note(state: LsmState) -> str:
+def schedule_note(state: pc.LsmState) -> str:
     """``; 3/5 commits since the last full compaction`` for tables with scheduled full compactions."""
     if state.full_compaction_every is None:
         return ""
@@ -187,23 +187,30 @@ def evaluate(context: dg.SensorEvaluationContext, catalog: PaimonCatalogResource
     )
 
 
-def compaction_sensor(target: TableTarget, *, interval_seconds: int | None = None,
-                      full_job: bool = False) -> dg.SensorDefinition:
-    """The sensor of one write-only table, named ``compact_<db>_<table>_sensor``."""
+def sensor_description(target: TableTarget, *, full_job: bool, full_every: int | None) -> str:
+    """What a table's compaction sensor launches, and when (its page in the UI shows it)."""
     threshold = (f"{target.level0_threshold} files" if target.level0_threshold else
                  "the table's compaction trigger (num-sorted-run.compaction-trigger; append tables: "
                  "compaction.min.file-num)")
     level0_job = FULL_COMPACTION_JOB if full_job else COMPACTION_JOB
+    text = f"Launch {level0_job} for {target.table} when a bucket's level 0 reaches {threshold}"
+    if full_every:
+        text += f", and {FULL_COMPACTION_JOB} every {full_every} data commits (full-compaction.delta-commits)"
+    if full_job:
+        text += " (its changelog comes from full compactions)"
+    return text + "; reads manifests only."
+
+
+def compaction_sensor(target: TableTarget, *, interval_seconds: int | None = None, full_job: bool = False,
+                      full_every: int | None = None) -> dg.SensorDefinition:
+    """The sensor of one write-only table, named ``compact_<db>_<table>_sensor``."""
 
     @dg.sensor(
         name=f"compact_{target.name}_sensor",
         jobs=[paimon_compaction_job, paimon_full_compaction_job],  # the same objects the definitions bind
         minimum_interval_seconds=sensor_interval_seconds(interval_seconds),
         default_status=dg.DefaultSensorStatus.RUNNING,
-        description=f"Launch {level0_job} for {target.table} when a bucket's level 0 reaches {threshold}, or "
-        f"{FULL_COMPACTION_JOB} when a scheduled full compaction (full-compaction.delta-commits) is due or the "
-        "table's changelog comes from full compactions (changelog-producer = full-compaction); reads manifests "
-        "only.",
+        description=sensor_description(target, full_job=full_job, full_every=full_every),
     )
     def _sensor(context: dg.SensorEvaluationContext,
                 paimon_catalog: PaimonCatalogResource) -> dg.RunRequest | dg.SkipReason:

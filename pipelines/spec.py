@@ -18,9 +18,7 @@ import dagster as dg
 import pyarrow as pa
 
 import paimon_core as pc
-from paimon_core.catalog import validate_table
 from paimon_core.errors import PaimonError, TableDefinitionError
-from paimon_core.options import TableOptions
 from pipelines.schedule_ticks import checked_cron
 from resources.landing_location import LandingError, LandingLocation
 from resources.partition_mapping import (
@@ -285,6 +283,18 @@ class PaimonTableSpec:
             options = {**DEDICATED_COMPACTION_OPTIONS, **options}
         return options
 
+    @property
+    def full_compactions(self) -> bool:
+        """Whether level 0 reaching the threshold launches full compactions: asked for, or the
+        table's changelog comes from them (``changelog-producer = full-compaction``)."""
+        return self.compaction.job == "full" or self.table_options().get("changelog-producer") == "full-compaction"
+
+    @property
+    def full_compaction_every(self) -> int | None:
+        """``full-compaction.delta-commits``: data commits between scheduled full compactions."""
+        value = self.table_options().get("full-compaction.delta-commits")
+        return int(value) if value else None
+
     def partitions_def(self) -> dg.PartitionsDefinition | None:
         return self.partitions.definition()
 
@@ -315,7 +325,7 @@ class PaimonTableSpec:
             raise _fail(table, "columns", "no columns declared")
         try:
             schema = self.arrow_schema()
-            declared = validate_table(table, schema=schema, partition_keys=self.partition_keys,
+            declared = pc.validate_table(table, schema=schema, partition_keys=self.partition_keys,
                                       primary_keys=self.primary_key, options=self.table_options(),
                                       comment=self.description)
         except TableDefinitionError:
@@ -420,7 +430,7 @@ class PaimonTableSpec:
             raise _fail(table, "ingestion.schedule", "a schedule materializes time partitions as they end; the "
                         f"asset has {self.partitions.kind} partitions")
 
-    def _validate_threshold(self, options: TableOptions) -> None:
+    def _validate_threshold(self, options: pc.TableOptions) -> None:
         """A sensor threshold below the picker's trigger would launch runs that find nothing to do."""
         threshold = self.compaction.level0_threshold
         if threshold is None:

@@ -17,6 +17,9 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
+import paimon_core as pc
+from paimon_core.errors import DatabaseNotFoundError, InvalidNameError, TableNotFoundError
+from resources import PaimonCatalogResource
 from resources.partition_mapping import PartitionMapping
 
 TABLE_METADATA_KEY = "paimon/table"
@@ -57,15 +60,32 @@ class TableTarget:
                 "partition_mapping": self.mapping.to_metadata() if self.mapping else "",
                 "expire_cron": self.expire_cron or "", "orphans_cron": self.orphans_cron or ""}
 
-    def to_metadata(self) -> str:
-        return json.dumps(self.config(), sort_keys=True)
+    def to_metadata(self) -> dg.MetadataValue:
+        """The asset's ``paimon/target``: what a run launched with only ``table`` needs (JSON the
+        UI shows as a tree: the partition mapping nested, not a string in a string)."""
+        data: dict[str, Any] = {**self.config(), "level0_threshold": self.level0_threshold,
+                                "follow_seconds": self.follow_seconds}
+        data["partition_mapping"] = json.loads(data["partition_mapping"]) if data["partition_mapping"] else None
+        return dg.MetadataValue.json(data)
 
     @classmethod
     def from_config(cls, data: dict[str, Any]) -> "TableTarget":
+        """From run config (``TargetConfig`` fields) or the asset's ``paimon/target``."""
         mapping = data.get("partition_mapping") or ""
         return cls(table=str(data["table"]), asset_key=dg.AssetKey(list(data["asset_key"])),
-                   mapping=PartitionMapping.from_json(mapping) if mapping else None,
-                   expire_cron=data.get("expire_cron") or None, orphans_cron=data.get("orphans_cron") or None)
+                   mapping=(PartitionMapping.from_json(mapping if isinstance(mapping, str) else json.dumps(mapping))
+                            if mapping else None),
+                   expire_cron=data.get("expire_cron") or None, orphans_cron=data.get("orphans_cron") or None,
+                   level0_threshold=data.get("level0_threshold") or None,
+                   follow_seconds=int(data.get("follow_seconds") or 0))
+
+    @classmethod
+    def from_metadata(cls, raw: Any) -> "TableTarget | None":
+        """The target in an asset's ``paimon/target`` metadata (None when absent)."""
+        value = getattr(raw, "value", getattr(raw, "data", raw))
+        if not value:
+            return None
+        return cls.from_config(json.loads(value) if isinstance(value, str) else dict(value))
 
 
 class TargetConfig(dg.Config):
@@ -95,10 +115,9 @@ def declared_target(context: dg.OpExecutionContext, table: str) -> TableTarget |
         return None
     for assets_def in repository.assets_defs_by_key.values():
         for metadata in assets_def.metadata_by_key.values():
-            raw = metadata.get(TARGET_METADATA_KEY)
-            text = getattr(raw, "value", raw)
-            if text and json.loads(str(text)).get("table") == table:
-                return TableTarget.from_config(json.loads(str(text)))
+            target = TableTarget.from_metadata(metadata.get(TARGET_METADATA_KEY))
+            if target is not None and target.table == table:
+                return target
     return None
 
 
@@ -116,10 +135,17 @@ def resolve_target(context: dg.OpExecutionContext, config: TargetConfig) -> Tabl
 def declared_targets(definitions: dg.Definitions) -> dict[str, TableTarget]:
     """``{db.table: target}`` of every asset in ``definitions`` that declares a Paimon table."""
     found: dict[str, TableTarget] = {}
-    for assets_def in definitions.resolve_all_asset_specs():
-        raw = assets_def.metadata.get(TARGET_METADATA_KEY)
-        text = getattr(raw, "value", raw)
-        if text:
-            target = TableTarget.from_config(json.loads(str(text)))
+    for spec in definitions.resolve_all_asset_specs():
+        target = TableTarget.from_metadata(spec.metadata.get(TARGET_METADATA_KEY))
+        if target is not None:
             found[target.table] = target
     return found
+
+
+def existing_table(catalog: PaimonCatalogResource, table: str) -> pc.Table:
+    """The table a run works on; one that does not exist, or a bad name, fails the run in one line
+    naming it (not a stack trace), without retries."""
+    try:
+        return catalog.table(table)
+    except (DatabaseNotFoundError, TableNotFoundError, InvalidNameError) as exc:
+        raise dg.Failure(description=f"Paimon table {table}: {exc}", allow_retries=False) from None

@@ -6,18 +6,43 @@ from collections.abc import Mapping
 from typing import Any
 
 import dagster as dg
-import pyarrow as pa
 
 import paimon_core as pc
 
 
-def column_schema(schema: pa.Schema) -> dg.TableSchema:
-    """The Arrow schema as a Dagster ``TableSchema`` (shown as the asset's columns in the UI)."""
-    return dg.TableSchema(columns=[
-        dg.TableColumn(name=f.name, type=str(f.type),
-                       constraints=dg.TableColumnConstraints(nullable=f.nullable))
-        for f in schema
-    ])
+def column_schema(schema: pc.TableSchema) -> dg.TableSchema:
+    """A Paimon schema as a Dagster ``TableSchema`` (the asset's columns in the UI): Paimon's type
+    names, the columns' descriptions, the primary and partition keys marked.
+
+    The same for the definition (from the declared spec) and for every write (from the table),
+    so a run never replaces the declared columns with coarser ones.
+    """
+    keys = set(schema.primary_keys)
+    columns = []
+    for data_field in schema.fields:
+        other = ["primary key"] if data_field.name in keys else []
+        if data_field.name in schema.partition_keys:
+            other.append("partition key")
+        columns.append(dg.TableColumn(
+            name=data_field.name, type=pc.type_name(data_field.type).removesuffix(" NOT NULL"),
+            description=data_field.description,
+            constraints=dg.TableColumnConstraints(nullable=data_field.type.nullable,
+                                                  unique=data_field.name in keys and len(keys) == 1, other=other)))
+    constraints = dg.TableConstraints(other=[f"PRIMARY KEY ({', '.join(schema.primary_keys)})"]) if keys else None
+    return dg.TableSchema(columns=columns, constraints=constraints)
+
+
+def plottable(metadata: dict[str, Any], plotted: frozenset[str]) -> dict[str, Any]:
+    """``metadata`` with every number not in ``plotted`` shown as text.
+
+    Dagster charts every numeric entry of an asset's events in its Plots tab; keeping numbers
+    only for the few series worth following over time (rows, level-0 files, debt, files and
+    bytes per level, snapshots retained) keeps that tab readable.
+    """
+    return {key: (dg.MetadataValue.text(f"{value:,}" if isinstance(value, int) else str(value))
+                  if isinstance(value, int | float) and not isinstance(value, bool) and key not in plotted
+                  and not key.startswith(("dagster/", "paimon/lsm/")) else value)
+            for key, value in metadata.items()}
 
 
 def partition_filter(partition: Mapping[str, str]) -> list[tuple[str, str, str]]:
@@ -70,7 +95,7 @@ def write_metadata(table: pc.Table, *, snapshot_id: int | None, partition: Mappi
         "dagster/partition_row_count": in_partition,
         "dagster/table_name": table.name,
         "dagster/uri": table.uri,
-        "dagster/column_schema": column_schema(table.arrow_schema),
+        "dagster/column_schema": column_schema(table.schema),
     }
     if table.schema.primary_keys:
         del metadata["dagster/row_count"]

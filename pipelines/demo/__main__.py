@@ -29,7 +29,6 @@ import pyarrow as pa
 import pyarrow.compute as pac
 
 import paimon_core as pc
-from paimon_core.compaction.state import LsmState
 from pipelines.definitions import REPO_ROOT, defs
 from pipelines.demo.log_events import PARTITION_COLUMN, TABLE
 from pipelines.demo.order_source import OrderEventSource
@@ -257,7 +256,7 @@ def timed_read(table: pc.Table) -> tuple[int, float]:
     return rows, best * 1000
 
 
-def print_checks(table: pc.Table, state: LsmState) -> None:
+def print_checks(table: pc.Table, state: pc.LsmState) -> None:
     for outcome in check_outcomes(table, state):
         verdict = "passed" if outcome.passed else f"FAILED ({outcome.severity.value})"
         print(f"  check {outcome.name}: {verdict}: {outcome.description}")

@@ -22,6 +22,7 @@ from cdc_truth import replay
 from conftest import ORDERS_JOB, JobRunner, small_sources
 
 import paimon_core as pc
+from paimon_core.errors import TableDefinitionError
 from paimon_core.compaction.state import BucketState, LsmState
 from pipelines.compaction import (
     COMPACTION_JOB,
@@ -590,12 +591,16 @@ def test_observations_land_on_a_three_part_key_and_the_mapped_partition(
     assert table.read().num_rows == 40
 
 
-@pytest.mark.xfail(strict=True, reason="a spec's level0_threshold below the table's compaction trigger makes the "
-                   "sensor request runs whose plan finds no bucket the picker has work for (pipelines/compaction.py "
-                   "needs_work); see the report")
-def test_a_spec_threshold_below_the_trigger_gets_compacted(warehouse: str, instance: dg.DagsterInstance) -> None:
-    defs = paimon_definitions([customers_spec(options={"bucket": "2"}, compaction=Compaction(level0_threshold=3))],
-                              warehouse=warehouse)
+def test_a_spec_threshold_below_the_trigger_is_refused_when_it_loads() -> None:
+    """Runs launched below Paimon's trigger would find nothing the picker compacts."""
+    with pytest.raises(TableDefinitionError, match="num-sorted-run.compaction-trigger to 3"):
+        customers_spec(options={"bucket": "2"}, compaction=Compaction(level0_threshold=3))
+
+
+def test_a_spec_threshold_at_the_trigger_gets_compacted(warehouse: str, instance: dg.DagsterInstance) -> None:
+    spec = customers_spec(options={"bucket": "2", "num-sorted-run.compaction-trigger": "3"},
+                          compaction=Compaction(level0_threshold=3))
+    defs = paimon_definitions([spec], warehouse=warehouse)
     runner = three_runs_of_a_day(defs, instance)
     [request] = sensor_tick(defs, instance, defs.resources["paimon_catalog"],
                             name="compact_crm_customers_sensor").run_requests

@@ -305,11 +305,7 @@ def test_a_run_naming_only_the_table_needs_its_asset(run_job: JobRunner, events:
     assert {e.asset_key for e in keyed.get_asset_check_evaluations()} == {LOG_EVENTS_KEY}
 
 
-BAD_NAMES = ["shop.missing", "nodb.events",
-             pytest.param("events", marks=pytest.mark.xfail(
-                 strict=True, reason="pipelines/maintenance.py table_or_none lets InvalidNameError through "
-                 "(a step error with a trace, not a one-line Failure); see the report")),
-             "logs.bad name!"]
+BAD_NAMES = ["shop.missing", "nodb.events", "events", "logs.bad name!"]
 
 
 @pytest.mark.parametrize(("job", "op"), [(EXPIRE_JOB, "expire_snapshots"), (ORPHANS_JOB, "remove_orphan_files")])
@@ -522,9 +518,6 @@ def test_checks_run_with_the_asset(demo_defs: dg.Definitions, instance: dg.Dagst
     assert execute_check(demo_defs, instance, ORPHANS_CHECK).passed
 
 
-@pytest.mark.xfail(strict=True, reason="pipelines/checks.py last_verdict reads the latest execution of the check, "
-                   "which is the write run's own PLANNED one (no evaluation), so it always says 'not evaluated' "
-                   "and passes; see the report")
 def test_writes_with_every_check_repeat_the_orphan_checks_last_verdict(demo_defs: dg.Definitions,
                                                                      instance: dg.DagsterInstance,
                                                                      events: pc.Table) -> None:
