@@ -27,6 +27,7 @@ from paimon_core.layout import TablePaths
 from paimon_core.merge import engine_for
 from paimon_core.names import Identifier, validate_identifier
 from paimon_core.schema import SchemaChange, TableSchema, create_schema
+from paimon_core.schema_store import SCHEMA_FILE
 from paimon_core.table import Table
 
 log = logging.getLogger(__name__)
@@ -115,13 +116,13 @@ class Catalog:
         for status in self.file_io.list_dir(self._database_path(database)):
             if status.is_dir and not status.name.startswith("."):
                 paths = TablePaths(status.path)
-                if self.file_io.exists(paths.schema_file(0)) or self.file_io.list_dir(paths.schema_dir):
+                if self._has_schema(paths):
                     names.append(status.name)
         return sorted(names)
 
     def table_exists(self, identifier: str) -> bool:
         ident = Identifier.parse(identifier)
-        return bool(self.file_io.list_dir(TablePaths(self._table_path(ident)).schema_dir))
+        return self._has_schema(TablePaths(self._table_path(ident)))
 
     def table_uri(self, identifier: str) -> str:
         """Where ``identifier`` lives (or would live), as a URI; touches no storage."""
@@ -131,7 +132,7 @@ class Catalog:
         ident = Identifier.parse(identifier)
         self._require_database(ident.database)
         path = self._table_path(ident)
-        if not self.file_io.list_dir(TablePaths(path).schema_dir):
+        if not self._has_schema(TablePaths(path)):
             raise TableNotFoundError(f"table {ident} does not exist in {self.warehouse}")
         return Table(self.file_io, ident, path)
 
@@ -151,12 +152,17 @@ class Catalog:
                                       primary_keys=primary_keys, options=options, comment=comment)
         path = self._table_path(ident)
         paths = TablePaths(path)
-        if self.file_io.list_dir(paths.schema_dir):
+        if self._has_schema(paths):
             return self._existing(ident, path, exist_ok, table_schema)
         if not self.file_io.create_if_absent(paths.schema_file(0), table_schema.to_json().encode()):
             return self._existing(ident, path, exist_ok, table_schema)
         log.info("created table %s at %s", ident, self.file_io.uri(path))
         return Table(self.file_io, ident, path)
+
+    def _has_schema(self, paths: TablePaths) -> bool:
+        """Whether the table has a schema file: the directory alone, or a temp file of a writer
+        still publishing schema 0, does not make a table (a racing creator would read none)."""
+        return any(SCHEMA_FILE.match(status.name) for status in self.file_io.list_dir(paths.schema_dir))
 
     def _existing(self, ident: Identifier, path: str, exist_ok: bool, wanted: TableSchema) -> Table:
         """The existing table, if ``exist_ok`` and it has the requested columns and keys."""

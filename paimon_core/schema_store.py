@@ -9,7 +9,7 @@ from paimon_core.fileio import FileIO
 from paimon_core.layout import TablePaths
 from paimon_core.schema import TableSchema
 
-_SCHEMA_NAME = re.compile(r"^schema-(\d+)$")
+SCHEMA_FILE = re.compile(r"^schema-(\d+)$")
 
 
 class SchemaStore:
@@ -23,7 +23,7 @@ class SchemaStore:
 
     def schema_ids(self) -> list[int]:
         ids = [int(m.group(1)) for s in self.file_io.list_dir(self.paths.schema_dir)
-               if (m := _SCHEMA_NAME.match(s.name))]
+               if (m := SCHEMA_FILE.match(s.name))]
         return sorted(ids)
 
     def schema(self, schema_id: int) -> TableSchema:

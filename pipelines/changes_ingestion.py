@@ -24,7 +24,7 @@ from pipelines.changelog import CHANGE_KINDS, Consumption, consume, pending_chan
 from pipelines.spec import PaimonTableSpec
 from pipelines.target import TABLE_TAG
 from resources import PaimonCatalogResource, PaimonWrite
-from resources.metadata import write_metadata
+from resources.metadata import plottable, write_metadata
 
 # Change rows shown in the materialization metadata; source snapshots listed by id.
 PREVIEW_ROWS = 10
@@ -33,6 +33,8 @@ PREVIEW_COLUMNS = 6
 ACTIVE = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
           dg.DagsterRunStatus.STARTED]
 CONSUMER_TAG = "paimon/consumer"
+# What a consumer's run charts in the asset's Plots: the changes it read, per kind.
+PLOTTED = frozenset({f"paimon/changes/{name}" for name in ("inserts", "update_befores", "update_afters", "deletes")})
 TRIGGER_SNAPSHOT_TAG = "paimon/trigger-snapshot"
 
 
@@ -118,7 +120,7 @@ def consume_changes(context: dg.AssetExecutionContext, spec: PaimonTableSpec, ca
     latest = target.latest_snapshot()
     receipt = PaimonWrite(table=target.name, snapshot_id=latest.id if latest is not None else None,
                           rows_written=done.rows_written, mode="append", commits=done.commits)
-    return dg.Output(receipt, metadata=consumption_metadata(done, target))
+    return dg.Output(receipt, metadata=plottable(consumption_metadata(done, target), PLOTTED))
 
 
 def active_run(instance: dg.DagsterInstance, table: str) -> dg.DagsterRun | None:

@@ -36,10 +36,14 @@ from paimon_core.errors import CommitConflictError
 from pipelines.lsm import COMPACTION_TAG, check_outcomes, lsm_metadata, partition_spec, state_metadata
 from pipelines.target import TableTarget, TargetConfig, existing_table, resolve_target
 from resources import PaimonCatalogResource
+from resources.metadata import plottable
 
 log = logging.getLogger(__name__)
 
 COMPACTION_JOB = "paimon_compaction_job"
+# What a compaction observation charts in the asset's Plots (besides the LSM shape after it).
+PLOTTED = frozenset({"paimon/compaction/files_in", "paimon/compaction/files_out", "paimon/compaction/bytes_out",
+                     "paimon/compaction/changelog_rows"})
 FULL_COMPACTION_JOB = "paimon_full_compaction_job"
 # Attempts of one partition's compaction when a concurrent commit replaced its input files.
 CONFLICT_ATTEMPTS = 2
@@ -286,7 +290,7 @@ def run_task(context: dg.OpExecutionContext, table: pc.Table, task: PartitionTas
     target = task.target
     if done.snapshot_id is not None:
         context.log_event(dg.AssetObservation(
-            asset_key=target.asset_key, metadata=compaction_metadata(done),
+            asset_key=target.asset_key, metadata=plottable(compaction_metadata(done), PLOTTED),
             partition=target.partition_key(partition_spec(table, task.partition)),
             description=f"COMPACT snapshot {done.snapshot_id} of partition {task.partition or '-'}"))
     return done

@@ -22,8 +22,12 @@ from pipelines.maintenance_checks import SnapshotSpan, consumers_text, paths_md,
 from pipelines.schedule_ticks import iso
 from pipelines.target import TableTarget
 from resources import PaimonCatalogResource
+from resources.metadata import plottable
 
 EXPIRE_JOB = "paimon_expire_snapshots_job"
+# What an expiry observation charts in the asset's Plots: snapshots retained, expired, bytes freed.
+PLOTTED = frozenset({"paimon/maintenance/snapshots_retained_after", "paimon/maintenance/snapshots_expired",
+                     "paimon/maintenance/bytes"})
 
 
 class ExpireSnapshotsConfig(MaintenanceConfig):
@@ -114,7 +118,7 @@ def expire_snapshots(context: dg.OpExecutionContext, config: ExpireSnapshotsConf
                         if plan.data_files else ""))
     if not plan.dry_run:
         context.log_event(dg.AssetObservation(
-            asset_key=target.asset_key, metadata=metadata,
+            asset_key=target.asset_key, metadata=plottable(metadata, PLOTTED),
             description=(f"expired snapshots {metadata['paimon/maintenance/expired_snapshots']}, {plan.bytes:,} bytes"
                          if plan.snapshots else "snapshot expiry: no snapshot to expire")))
     record(context, target, retention_outcome(table, target))

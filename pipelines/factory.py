@@ -145,7 +145,8 @@ def paimon_definitions(specs: Sequence[PaimonTableSpec], *, warehouse: str | Non
         target = target_of(spec)
         if spec.compaction.sensor:
             sensors.append(compaction_sensor(target, interval_seconds=spec.compaction.interval_seconds,
-                                             full_job=spec.full_compactions,
+                                             full_job=spec.compaction.job == "full",
+                                             described_full=spec.full_compactions,
                                              full_every=spec.full_compaction_every))
         maintenance = spec.maintenance
         if maintenance.expire_cron:

@@ -32,6 +32,7 @@ from pipelines.maintenance_checks import ORPHANS_CHECK
 from pipelines.spec import PaimonTableSpec
 from pipelines.target import TABLE_METADATA_KEY, TABLE_TAG, TARGET_METADATA_KEY, TableTarget
 from resources import PaimonCatalogResource, PaimonWrite, commit_user_for, write_metadata, write_partition
+from resources.metadata import INGEST_PLOTTED, plottable
 from resources.partition_mapping import METADATA_KEY as MAPPING_METADATA_KEY
 from resources.writes import landed_commits, snapshot_properties
 
@@ -222,10 +223,11 @@ def ingest(context: dg.AssetExecutionContext, spec: PaimonTableSpec, produce: Ca
     if receipt.reused:
         context.log.info(f"{spec.table}: the commit of {partition_key or 'the table'} by this run already landed as "
                          f"snapshot {receipt.snapshot_id}; not writing it again")
-    return dg.Output(receipt, metadata=metadata)
+    return dg.Output(receipt, metadata=plottable(metadata, INGEST_PLOTTED))
 
 
 KIND_NAMES = {"+I": "inserts", "-U": "update_befores", "+U": "update_afters", "-D": "deletes"}
+
 
 
 def kind_metadata(receipt: PaimonWrite) -> dict[str, int]:

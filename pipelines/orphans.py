@@ -24,8 +24,11 @@ from pipelines.maintenance_checks import ORPHAN_KINDS, PATHS_SHOWN, kind_of, orp
 from pipelines.schedule_ticks import iso
 from pipelines.target import TABLE_TAG, TableTarget
 from resources import PaimonCatalogResource
+from resources.metadata import plottable
 
 ORPHANS_JOB = "paimon_remove_orphan_files_job"
+# What a cleanup observation charts in the asset's Plots.
+PLOTTED = frozenset({"paimon/maintenance/orphan_files", "paimon/maintenance/bytes"})
 # Runs that may have files in flight: a forced cleanup refuses to run next to them.
 ACTIVE = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
 
@@ -104,7 +107,7 @@ def remove_orphan_files(context: dg.OpExecutionContext, config: RemoveOrphanFile
                         if result.orphans else ""))
     if not result.dry_run:
         context.log_event(dg.AssetObservation(
-            asset_key=target.asset_key, metadata=metadata,
+            asset_key=target.asset_key, metadata=plottable(metadata, PLOTTED),
             description=f"removed {len(result.orphans)} orphan file(s), {result.bytes:,} bytes"))
     record(context, target, orphans_outcome(table, target))
     return dg.Output(result, metadata=metadata)

@@ -202,15 +202,20 @@ def sensor_description(target: TableTarget, *, full_job: bool, full_every: int |
 
 
 def compaction_sensor(target: TableTarget, *, interval_seconds: int | None = None, full_job: bool = False,
-                      full_every: int | None = None) -> dg.SensorDefinition:
-    """The sensor of one write-only table, named ``compact_<db>_<table>_sensor``."""
+                      described_full: bool = False, full_every: int | None = None) -> dg.SensorDefinition:
+    """The sensor of one write-only table, named ``compact_<db>_<table>_sensor``.
+
+    ``full_job``: level 0 reaching the threshold launches full compactions whatever the table's
+    options; tables whose changelog comes from full compactions get them anyway (read at each
+    tick), which ``described_full`` and ``full_every`` tell in the sensor's description.
+    """
 
     @dg.sensor(
         name=f"compact_{target.name}_sensor",
         jobs=[paimon_compaction_job, paimon_full_compaction_job],  # the same objects the definitions bind
         minimum_interval_seconds=sensor_interval_seconds(interval_seconds),
         default_status=dg.DefaultSensorStatus.RUNNING,
-        description=sensor_description(target, full_job=full_job, full_every=full_every),
+        description=sensor_description(target, full_job=full_job or described_full, full_every=full_every),
     )
     def _sensor(context: dg.SensorEvaluationContext,
                 paimon_catalog: PaimonCatalogResource) -> dg.RunRequest | dg.SkipReason:

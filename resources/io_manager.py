@@ -36,7 +36,7 @@ import pyarrow as pa
 import paimon_core as pc
 from paimon_core.errors import DatabaseNotFoundError, TableNotFoundError
 from resources.catalog import PaimonCatalogResource
-from resources.metadata import write_metadata
+from resources.metadata import INGEST_PLOTTED, plottable, write_metadata
 from resources.partition_mapping import PartitionMapping, static_mapping
 from resources.writes import (
     WRITE_MODES,
@@ -208,12 +208,12 @@ class PaimonTableIOManager(dg.ConfigurableIOManager):
             # conflicts, unknown commit states and I/O errors propagate: a retry is safe.
             raise dg.Failure(description=f"{source}: writing {identifier} failed: {_one_line(exc)}",
                              allow_retries=False) from exc
-        context.add_output_metadata({
+        context.add_output_metadata(plottable({
             **write_metadata(table, snapshot_id=receipt.snapshot_id, partition=receipt.partition,
                              rows_written=receipt.rows_written),
             "paimon/ingest/mode": receipt.mode,
             "paimon/ingest/reused_commit": receipt.reused,
-        })
+        }, INGEST_PLOTTED))
 
     def load_input(self, context: dg.InputContext) -> Any:
         """Read the upstream asset's requested partitions (all of it when unpartitioned) and

@@ -32,6 +32,12 @@ def column_schema(schema: pc.TableSchema) -> dg.TableSchema:
     return dg.TableSchema(columns=columns, constraints=constraints)
 
 
+# What a write charts in the asset's Plots (besides dagster/* rows and the paimon/lsm/* shape):
+# the rows written, per row kind for tables taking row kinds from a column.
+INGEST_PLOTTED = frozenset({"paimon/ingest/rows_written", "paimon/ingest/inserts", "paimon/ingest/update_befores",
+                            "paimon/ingest/update_afters", "paimon/ingest/deletes"})
+
+
 def plottable(metadata: dict[str, Any], plotted: frozenset[str]) -> dict[str, Any]:
     """``metadata`` with every number not in ``plotted`` shown as text.
 

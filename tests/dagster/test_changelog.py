@@ -27,7 +27,6 @@ from conftest import ORDERS, JobRunner, small_sources
 import paimon_core as pc
 from paimon_core import ChangeStream
 from paimon_core.compaction.state import BucketState, LsmState
-from pipelines import ingestion as ingestion_module
 from pipelines.changelog import PendingChanges
 from pipelines.changes_ingestion import CONSUMER_TAG, TRIGGER_SNAPSHOT_TAG, consumer_user
 from pipelines.compaction import (
@@ -73,19 +72,20 @@ HOUR = dt_.timedelta(hours=1)
 # ---- the demo's tables, as declared ---------------------------------------------------------
 
 
-def demo_specs(*, retries: dict[str, int] | None = None,
-               commit_every_rows: dict[str, int] | None = None) -> list[PaimonTableSpec]:
+def demo_specs(*, retries: dict[str, int] | None = None, commit_every_rows: dict[str, int] | None = None,
+               retry_delay_seconds: float = FAST_RETRY_DELAY_S) -> list[PaimonTableSpec]:
     """The demo's tables as its YAML declares them, resolved by the component's own models;
-    ``retries`` / ``commit_every_rows`` change those ingestion fields of some tables."""
+    ``retries`` / ``commit_every_rows`` change those ingestion fields of some tables, and every
+    ingestion retries after ``retry_delay_seconds`` (the same retries, backoff and jitter as
+    the YAML's 5 s, milliseconds apart)."""
     tables = yaml.safe_load(DEMO_TABLES.read_text())["attributes"]["tables"]
     specs = []
     for raw in tables:
         spec = TableModel.model_validate(raw).spec()
-        changes = {name: values[spec.table] for name, values in (("retries", retries),
-                                                                   ("commit_every_rows", commit_every_rows))
-                   if values and spec.table in values}
-        if changes:
-            assert spec.ingestion is not None
+        changes: dict[str, Any] = {name: values[spec.table] for name, values in (
+            ("retries", retries), ("commit_every_rows", commit_every_rows)) if values and spec.table in values}
+        if spec.ingestion is not None:
+            changes["retry_delay_seconds"] = retry_delay_seconds
             base = spec.ingestion
             spec = spec.with_options(ingestion=Ingestion(**{**{f: getattr(base, f) for f in base.__dataclass_fields__},
                                                             **changes}))
@@ -106,14 +106,13 @@ def demo_definitions(warehouse: str, *, sources: dict[str, Any] | None = None, *
 
 
 @pytest.fixture
-def fast_retries(monkeypatch: pytest.MonkeyPatch) -> float:
-    """Ingestion steps built from now on retry after ``FAST_RETRY_DELAY_S`` instead of 5 s."""
-    monkeypatch.setattr(ingestion_module, "RETRY_DELAY_S", FAST_RETRY_DELAY_S)
+def fast_retries() -> float:
+    """The retry delay ``demo_specs`` gives every ingestion step."""
     return FAST_RETRY_DELAY_S
 
 
 @pytest.fixture
-def demo_defs(warehouse: str, fast_retries: float) -> dg.Definitions:
+def demo_defs(warehouse: str) -> dg.Definitions:
     """The demo's definitions on the test warehouse, fast step retries (replaces conftest's)."""
     return demo_definitions(warehouse)
 

@@ -22,8 +22,8 @@ from cdc_truth import replay
 from conftest import ORDERS_JOB, JobRunner, small_sources
 
 import paimon_core as pc
-from paimon_core.errors import TableDefinitionError
 from paimon_core.compaction.state import BucketState, LsmState
+from paimon_core.errors import TableDefinitionError
 from pipelines.compaction import (
     COMPACTION_JOB,
     FULL_COMPACTION_JOB,
