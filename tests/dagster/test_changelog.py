@@ -23,6 +23,7 @@ import pytest
 import yaml
 from cdc_truth import replay
 from conftest import ORDERS, JobRunner, small_sources
+from metadata_values import value_of
 
 import paimon_core as pc
 from paimon_core import ChangeStream
@@ -216,7 +217,7 @@ def revenue_rows(catalog: PaimonCatalogResource) -> dict[tuple[str, str], tuple[
 def metadata_of(result: dg.ExecuteInProcessResult) -> dict[str, Any]:
     [event] = result.get_asset_materialization_events()
     metadata = event.step_materialization_data.materialization.metadata
-    return {name: getattr(value, "value", value) for name, value in metadata.items()}
+    return {name: value_of(value) for name, value in metadata.items()}
 
 
 def changes_of(result: dg.ExecuteInProcessResult) -> dict[str, Any]:
@@ -415,7 +416,7 @@ def test_revenue_follows_the_orders_through_full_compactions(
     kinds = Counter(changes.column("_row_kind").to_pylist())
     assert (third["inserts"], third["update_befores"], third["update_afters"], third["deletes"]) == (
         kinds["+I"], kinds["-U"], kinds["+U"], kinds["-D"])
-    assert third["snapshots_consumed"] == 1 and third["source_snapshots"] == str(compacted)
+    assert third["snapshots_consumed"] == 1 and third["source_snapshots"] == compacted
     preview = third["preview"].records
     assert 0 < len(preview) <= 10 and {r.data["source_snapshot"] for r in preview} == {str(compacted)}
 

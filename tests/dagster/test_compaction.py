@@ -20,6 +20,7 @@ import pytest
 import yaml
 from cdc_truth import replay
 from conftest import ORDERS_JOB, JobRunner, small_sources
+from metadata_values import value_of
 
 import paimon_core as pc
 from paimon_core.compaction.state import BucketState, LsmState
@@ -254,7 +255,7 @@ def test_the_orders_asset_commits_every_n_changes(warehouse: str, instance: dg.D
 
     [event] = [e for e in result.get_asset_materialization_events() if e.asset_key == ORDERS_KEY]
     metadata = event.step_materialization_data.materialization.metadata
-    assert metadata["paimon/ingest/commits"].value == 5
+    assert value_of(metadata["paimon/ingest/commits"]) == 5
     table = PaimonCatalogResource(warehouse=warehouse).table(ORDERS_TABLE)
     assert metadata["paimon/ingest/snapshot_id"].value == str(table.latest_snapshot().id) == "5"
     assert level0_per_bucket(table, DAY) == [5] * 4
@@ -398,8 +399,8 @@ def test_sensor_run_folds_level0_and_keeps_every_row(demo_defs: dg.Definitions, 
     assert [r.data["files per level after"] for r in buckets.records] == ["0/0/0/0/0/1"] * 4
     [day] = [o for o in observed if o.partition == DAY]
     assert day.metadata["paimon/compaction/partition"].value == f"dt={DAY}"
-    assert day.metadata["paimon/compaction/level0_files_before"].value == 4 * 5
-    assert day.metadata["paimon/compaction/level0_files_after"].value == 0
+    assert value_of(day.metadata["paimon/compaction/level0_files_before"]) == 4 * 5
+    assert value_of(day.metadata["paimon/compaction/level0_files_after"]) == 0
     # Then the table's shape after, as plottable numbers on the asset (not on a partition).
     shape = shape_after(result)
     assert (shape.asset_key, shape.partition) == (ORDERS_KEY, None)

@@ -18,6 +18,7 @@ from pipelines.demo.log_source import LogEventSource
 from pipelines.target import TABLE_TAG
 from resources import PaimonWrite, commit_user_for, write_partition
 from tests.dagster.conftest import LOGS_JOB, small_sources
+from tests.dagster.metadata_values import value_of
 
 DAY = "2024-01-03"
 OTHER_DAY = "2024-01-04"
@@ -40,7 +41,7 @@ def metadata_of(result: dg.ExecuteInProcessResult) -> dict[str, Any]:
     events = result.get_asset_materialization_events()
     assert len(events) == 1
     metadata = events[0].step_materialization_data.materialization.metadata
-    return {key: getattr(value, "value", value) for key, value in metadata.items()}
+    return {key: value_of(value) for key, value in metadata.items()}
 
 
 def evaluation_of(result: dg.ExecuteInProcessResult, name: str = DATA_CHECK) -> Any:
@@ -92,7 +93,7 @@ def test_rematerializing_a_day_replaces_it(materialize_day: Any, resources: dict
     snapshots = table.snapshots()
     assert [s.commit_kind for s in snapshots] == ["OVERWRITE", "OVERWRITE"]
     assert snapshots[-1].total_record_count == rows.num_rows
-    assert metadata_of(second)["paimon/ingest/snapshot_id"] == str(snapshots[-1].id)
+    assert metadata_of(second)["paimon/ingest/snapshot_id"] == snapshots[-1].id
     assert metadata_of(second)["paimon/ingest/reused_commit"] is False  # another run writes again
 
 
@@ -120,7 +121,7 @@ def test_materialization_metadata(materialize_day: Any, resources: dict[str, Any
     assert metadata["dagster/partition_row_count"] == rows
     assert metadata["dagster/row_count"] == 2 * rows  # an append table: the manifests count it exactly
     assert metadata["paimon/ingest/files"] == len(day_files) >= 1
-    assert metadata["paimon/ingest/snapshot_id"] == str(latest(table).id) == "2"  # text: read, not plotted
+    assert metadata["paimon/ingest/snapshot_id"] == latest(table).id == 2  # shown as text: read, not plotted
     assert metadata["paimon/ingest/commit_kind"] == "OVERWRITE"
     assert metadata["paimon/ingest/mode"] == "overwrite"
     assert metadata["paimon/ingest/commits"] == 1

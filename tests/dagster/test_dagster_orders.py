@@ -42,6 +42,7 @@ from pipelines.factory import paimon_definitions
 from pipelines.target import TABLE_TAG
 from resources import commit_user_for, write_partition
 from tests.dagster.conftest import ORDERS_JOB, TOTALS_JOB, JobRunner, small_sources
+from tests.dagster.metadata_values import value_of
 
 DAY = "2024-01-03"
 OTHER_DAY = "2024-01-02"
@@ -71,7 +72,7 @@ def metadata_of(result: dg.ExecuteInProcessResult | None, key: dg.AssetKey) -> d
     assert result is not None
     [event] = [e for e in result.get_asset_materialization_events() if e.asset_key == key]
     metadata = event.step_materialization_data.materialization.metadata
-    return {name: getattr(value, "value", value) for name, value in metadata.items()}
+    return {name: value_of(value) for name, value in metadata.items()}
 
 
 def evaluation_of(result: dg.ExecuteInProcessResult, name: str = DATA_CHECK) -> Any:
@@ -197,7 +198,7 @@ def test_orders_materialization_metadata(materialize_orders: Any, resources: dic
         kinds["+I"], kinds["-U"], kinds["+U"], kinds["-D"])
     assert metadata["dagster/partition_row_count"] == live
     assert metadata["paimon/ingest/row_count_source"] == "merged read"  # level-0 files overlap
-    assert metadata["paimon/ingest/snapshot_id"] == str(latest(table).id) == "2"  # text: read, not plotted
+    assert metadata["paimon/ingest/snapshot_id"] == latest(table).id == 2  # shown as text: read, not plotted
     assert metadata["paimon/ingest/commit_kind"] == "APPEND"
     assert metadata["paimon/ingest/stored_records"] == latest(table).total_record_count
     assert metadata["paimon/ingest/mode"] == "upsert"
@@ -258,7 +259,7 @@ def test_a_day_is_committed_every_commit_every_rows_changes(instance: dg.Dagster
     metadata = metadata_of(result, ORDERS_KEY)
     assert metadata["paimon/ingest/commits"] == expected_commits
     assert metadata["paimon/ingest/rows_written"] == changes.num_rows
-    assert metadata["paimon/ingest/snapshot_id"] == str(snapshots[-1].id)
+    assert metadata["paimon/ingest/snapshot_id"] == snapshots[-1].id
     assert day_rows(table, DAY).to_pylist() == replay(changes)
 
 

@@ -19,6 +19,7 @@ import pytest
 import paimon_core as pc
 from resources import PaimonCatalogResource, PaimonTableIOManager, PaimonWrite, commit_user_for, write_partition
 from resources.partition_mapping import time_mapping
+from tests.dagster.metadata_values import value_of
 
 DAY, OTHER_DAY = "2024-01-02", "2024-01-03"
 daily = dg.DailyPartitionsDefinition(start_date="2024-01-01", end_date="2024-01-10")
@@ -72,7 +73,7 @@ def materialize(assets: list[Any], io: dict[str, Any], *, partition: str | None 
 
 def output_metadata(result: dg.ExecuteInProcessResult, node: str = "db__events") -> dict[str, Any]:
     [materialization] = result.asset_materializations_for_node(node)
-    return {k: v.value for k, v in materialization.metadata.items()}
+    return {k: value_of(v) for k, v in materialization.metadata.items()}
 
 
 def failure(result: dg.ExecuteInProcessResult) -> str:

@@ -19,6 +19,7 @@ import dagster as dg
 import pyarrow as pa
 import pytest
 from conftest import JobRunner
+from metadata_values import value_of
 
 import paimon_core as pc
 from paimon_core.errors import TableDefinitionError
@@ -101,7 +102,7 @@ def observations(result: dg.ExecuteInProcessResult) -> list[dg.AssetObservation]
 
 def plain(metadata: Mapping[str, Any]) -> dict[str, Any]:
     """Metadata values by name, the ``paimon/maintenance/`` namespace dropped."""
-    return {key.removeprefix("paimon/maintenance/"): getattr(value, "value", value) for key, value in metadata.items()}
+    return {key.removeprefix("paimon/maintenance/"): value_of(value) for key, value in metadata.items()}
 
 
 def checks(result: dg.ExecuteInProcessResult) -> dict[str, dg.AssetCheckEvaluation]:
@@ -169,8 +170,8 @@ def test_expire_job_deletes_what_the_engine_plans(run_job: JobRunner, events: pc
     assert observed.asset_key == LOG_EVENTS_KEY and observed.partition is None
     assert meta["table"] == LOG_TABLE
     assert meta["snapshots_expired"] == COMMITS - 3 and meta["expired_snapshots"] == f"1..{COMMITS - 3}"
-    assert meta["earliest_snapshot_before"] == "1" and meta["earliest_snapshot_after"] == str(COMMITS - 2)
-    assert meta["latest_snapshot"] == str(COMMITS)
+    assert meta["earliest_snapshot_before"] == 1 and meta["earliest_snapshot_after"] == COMMITS - 2
+    assert meta["latest_snapshot"] == COMMITS
     assert (meta["snapshots_retained_before"], meta["snapshots_retained_after"]) == (COMMITS, 3)
     assert meta["data_files"] == COMMITS - 3 and meta["bytes"] == expected.bytes > 0
     assert meta["metadata_files"] == len(expected.metadata_files)

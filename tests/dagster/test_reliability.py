@@ -45,6 +45,7 @@ from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
 from dagster._core.workspace.context import WorkspaceProcessContext
 from dagster._core.workspace.load_target import InProcessWorkspaceLoadTarget
 from dagster._daemon.sensor import execute_sensor_iteration
+from metadata_values import value_of
 from test_changelog import demo_definitions, demo_spec, demo_specs
 
 import paimon_core as pc
@@ -160,7 +161,7 @@ def retried_steps(result: RunResult) -> list[str]:
 def metadata_of(result: RunResult) -> dict[str, Any]:
     [event] = result.get_asset_materialization_events()
     metadata = event.step_materialization_data.materialization.metadata
-    return {name: getattr(value, "value", value) for name, value in metadata.items()}
+    return {name: value_of(value) for name, value in metadata.items()}
 
 
 def checks_passed(result: RunResult) -> dict[str, bool]:
@@ -291,7 +292,7 @@ def test_a_retry_after_the_commit_landed_finds_it_and_commits_nothing(
     assert fault.landed == [snapshot.id]
     assert snapshot.commit_user == commit_user_for(result.run_id, "logs/events", DAY)  # a step retry keeps the run
     metadata = metadata_of(result)
-    assert metadata["paimon/ingest/snapshot_id"] == str(snapshot.id)
+    assert metadata["paimon/ingest/snapshot_id"] == snapshot.id
     assert metadata["paimon/ingest/reused_commit"] is True
     assert (metadata["paimon/ingest/rows_written"], metadata["paimon/ingest/commits"]) == (0, 0)
     assert metadata["dagster/row_count"] == ROWS
@@ -333,7 +334,7 @@ def test_a_retried_chunked_write_resumes_after_its_landed_chunks(
     metadata = metadata_of(result)
     assert metadata["paimon/ingest/reused_commit"] is True
     assert metadata["paimon/ingest/commits"] == (3 if when == "before" else 2)
-    assert metadata["paimon/ingest/snapshot_id"] == str(snapshots[-1].id)
+    assert metadata["paimon/ingest/snapshot_id"] == snapshots[-1].id
     assert orphans_now(table) == set(fault.orphaned)
     assert all(checks_passed(result).values())
     totals = runner(TOTALS_JOB, DAY)
