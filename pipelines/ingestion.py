@@ -13,7 +13,6 @@ backfill, job, schedule, sensor, ``dg.materialize``): ``dagster.yaml`` gives eve
 # functions as real types when the decorator runs.
 
 import inspect
-import json
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -32,7 +31,7 @@ from pipelines.maintenance_checks import ORPHANS_CHECK
 from pipelines.spec import PaimonTableSpec
 from pipelines.target import TABLE_METADATA_KEY, TABLE_TAG, TARGET_METADATA_KEY, TableTarget
 from resources import PaimonCatalogResource, PaimonWrite, commit_user_for, write_metadata, write_partition
-from resources.metadata import INGEST_PLOTTED, plottable
+from resources.metadata import INGEST_PLOTTED, column_schema, plottable
 from resources.partition_mapping import METADATA_KEY as MAPPING_METADATA_KEY
 from resources.writes import landed_commits, snapshot_properties
 
@@ -57,24 +56,10 @@ def target_of(spec: PaimonTableSpec) -> TableTarget:
                        follow_seconds=follow_seconds(spec.compaction.follow_seconds))
 
 
-def column_schema(spec: PaimonTableSpec) -> dg.TableSchema:
-    """The declared columns with their descriptions, the primary key marked."""
-    keys = set(spec.primary_key)
-    columns = []
-    for field in spec.arrow_schema():
-        described = (field.metadata or {}).get(b"description")
-        paimon_type = (field.metadata or {}).get(b"paimon.type")
-        shown = json.loads(paimon_type) if paimon_type else str(field.type)
-        other = ["primary key"] if field.name in keys else []
-        if field.name in spec.partition_keys:
-            other.append("partition key")
-        columns.append(dg.TableColumn(
-            name=field.name, type=shown if isinstance(shown, str) else json.dumps(shown),
-            description=described.decode() if described else None,
-            constraints=dg.TableColumnConstraints(nullable=field.nullable and field.name not in keys,
-                                                  unique=field.name in keys and len(keys) == 1, other=other)))
-    constraints = dg.TableConstraints(other=[f"PRIMARY KEY ({', '.join(spec.primary_key)})"]) if keys else None
-    return dg.TableSchema(columns=columns, constraints=constraints)
+def declared_columns(spec: PaimonTableSpec) -> dg.TableSchema:
+    """The declared columns as the UI shows them (the same form every write records)."""
+    return column_schema(pc.validate_table(spec.table, schema=spec.arrow_schema(), partition_keys=spec.partition_keys,
+                                           primary_keys=spec.primary_key, options=spec.table_options()))
 
 
 def asset_metadata(spec: PaimonTableSpec, *, table_uri: str | None) -> dict[str, Any]:
@@ -85,7 +70,7 @@ def asset_metadata(spec: PaimonTableSpec, *, table_uri: str | None) -> dict[str,
         TABLE_METADATA_KEY: spec.table,
         TARGET_METADATA_KEY: target_of(spec).to_metadata(),
         "dagster/table_name": spec.table,
-        "dagster/column_schema": column_schema(spec),
+        "dagster/column_schema": declared_columns(spec),
         "paimon/options": dg.MetadataValue.json(spec.table_options()),
         "paimon/automation": automation_md(spec),
     }
@@ -214,7 +199,7 @@ def ingest(context: dg.AssetExecutionContext, spec: PaimonTableSpec, produce: Ca
                                   commit_every_rows=spec.ingestion.commit_every_rows)
     metadata = write_metadata(table, snapshot_id=receipt.snapshot_id, partition=values,
                               rows_written=receipt.rows_written)
-    metadata["dagster/column_schema"] = column_schema(spec)  # with descriptions and keys, as declared
+    metadata["dagster/column_schema"] = declared_columns(spec)  # as declared, whatever the table's history
     metadata.update(lsm_metadata(table.lsm_state()))
     metadata["paimon/ingest/mode"] = mode
     metadata["paimon/ingest/commits"] = receipt.commits

@@ -117,7 +117,7 @@ def test_column_schema_carries_descriptions_and_the_primary_key() -> None:
 
     columns = {column.name: column for column in schema.columns}
     assert list(columns) == ["dt", "order_id", "user_id", "status", "amount", "updated_at", "op"]
-    assert columns["order_id"].type == "BIGINT NOT NULL"
+    assert columns["order_id"].type == "BIGINT"  # NOT NULL is the "non-nullable" constraint
     assert columns["amount"].type == "DECIMAL(12, 2)"
     assert columns["order_id"].description == "YYYYMMDD followed by a running number"
     assert columns["user_id"].description is None
