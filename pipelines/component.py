@@ -96,6 +96,7 @@ class IngestionModel(dg.Model, dg.Resolvable):
     schedule_minute: int = 0
     retries: int = 3
     retry_delay_seconds: float = 5.0
+    executor: str | None = Field(default=None, description="in_process or multiprocess for this table's job.")
     inputs: dict[str, InputModel] = {}
     commit_every_rows: int = 0
     changes_of: str | None = Field(default=None, description="db.table whose changes feed this table.")
@@ -160,7 +161,7 @@ class TableModel(dg.Model, dg.Resolvable):
                                   sensor_interval_seconds=raw.sensor_interval_seconds,
                                   lookback=raw.lookback, schedule=raw.schedule, schedule_hour=raw.schedule_hour,
                                   schedule_minute=raw.schedule_minute, retries=raw.retries,
-                                  retry_delay_seconds=raw.retry_delay_seconds,
+                                  retry_delay_seconds=raw.retry_delay_seconds, executor=raw.executor,
                                   inputs={name: Input(tuple(i.asset_key), tuple(i.columns))
                                           for name, i in raw.inputs.items()},
                                   commit_every_rows=raw.commit_every_rows, changes_of=raw.changes_of,

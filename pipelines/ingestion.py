@@ -312,6 +312,9 @@ def ingestion_job(spec: PaimonTableSpec, asset: dg.AssetsDefinition,
     """``ingest_<db>_<table>_job``: the asset and its cheap checks (the orphan check lists every
     directory of the table; the cleanup job records it), one partition per run."""
     selection = dg.AssetSelection.assets(asset) - dg.AssetSelection.checks(dg.AssetCheckKey(spec.key, ORPHANS_CHECK))
+    chosen = spec.ingestion.executor if spec.ingestion is not None else None
+    if chosen is not None:
+        executor = dg.multiprocess_executor if chosen == "multiprocess" else dg.in_process_executor
     return dg.define_asset_job(
         f"ingest_{spec.name}_job", selection=selection, tags={TABLE_TAG: spec.table},
         executor_def=executor or dg.in_process_executor,

@@ -34,6 +34,7 @@ PARTITION_KINDS = ("none", "daily", "hourly", "weekly", "monthly", "static")
 # as the partitions.
 DEFAULT_PATTERNS = {"daily": "%Y-%m-%d", "hourly": "%Y-%m-%d %H:00", "weekly": "%Y-%m-%d", "monthly": "%Y-%m"}
 COMPACTION_JOBS = ("minor", "full")
+EXECUTORS = ("in_process", "multiprocess")
 DEFAULT_EXPIRE_CRON = "0 * * * *"
 DEFAULT_ORPHANS_CRON = "0 3 * * *"
 # Options every table of the integration gets unless its spec says otherwise: writers that
@@ -122,7 +123,9 @@ class Ingestion:
     (exponential backoff with jitter from that delay; bad data and bad declarations fail at
     once). ``inputs``: upstream assets the function receives by name. ``commit_every_rows``:
     commit every that many rows, as a streaming sink commits at each checkpoint (0: one commit
-    per partition); a retried step resumes after the commits that landed.
+    per partition); a retried step resumes after the commits that landed. ``executor``:
+    ``in_process`` or ``multiprocess`` for this table's ingestion job (None: the one
+    ``paimon_definitions`` was given, in-process by default).
 
     ``changes_of``: the table is kept up to date from another Paimon table's changes: the
     function gets each batch of change rows (``_row_kind`` first, then ``change_columns``) and
@@ -141,6 +144,7 @@ class Ingestion:
     schedule_minute: int = 0
     retries: int = 3
     retry_delay_seconds: float = 5.0
+    executor: str | None = None
     inputs: Mapping[str, Input] = field(default_factory=dict)
     commit_every_rows: int = 0
     changes_of: str | None = None
@@ -410,6 +414,8 @@ class PaimonTableSpec:
                 raise _fail(table, "ingestion.changes_of", "change batches are appended, each once, to an "
                             "unpartitioned asset: set mode append and no partitions (the table may still have "
                             "partition_keys)")
+        if ingestion.executor not in (None, *EXECUTORS):
+            raise _fail(table, "ingestion.executor", f"{ingestion.executor!r} is not one of {', '.join(EXECUTORS)}")
         if ingestion.commit_every_rows < 0:
             raise _fail(table, "ingestion.commit_every_rows", f"must be >= 0, got {ingestion.commit_every_rows}")
         if ingestion.landing is not None:

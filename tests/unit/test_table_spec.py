@@ -73,6 +73,7 @@ def test_an_arrow_schema_is_accepted_as_columns() -> None:
     ({"maintenance": Maintenance(retain_min=30, retain_max=10)}, "retain_min"),
     ({"checks": DataChecks(not_null=("nme",))}, "checks.not_null"),
     ({"asset_key": ("lake", "")}, "asset_key"),
+    ({"ingestion": Ingestion(mode="upsert", function=source, executor="dask")}, "ingestion.executor"),
 ])
 def test_bad_declarations_name_the_table_and_the_field(changes: dict[str, Any], message: str) -> None:
     with pytest.raises(TableDefinitionError) as error:
@@ -158,3 +159,17 @@ def test_landing_templates_match_their_files() -> None:
     nested = template_regex("/data/{partition}/**/*.csv")
     deep = nested.fullmatch("/data/2024-01-02/a/b/c.csv")
     assert deep is not None and deep.group("partition") == "2024-01-02"
+
+
+def test_each_tables_ingestion_job_takes_its_executor(tmp_path: Any) -> None:
+    import dagster as dg
+
+    from pipelines.factory import paimon_definitions
+
+    fast = spec()
+    slow = spec(table="crm.accounts", ingestion=Ingestion(mode="upsert", function=source, executor="multiprocess"))
+    defs = paimon_definitions([fast, slow], warehouse=str(tmp_path / "warehouse"))
+    assert defs.resolve_job_def("ingest_crm_customers_job").executor_def is dg.in_process_executor
+    assert defs.resolve_job_def("ingest_crm_accounts_job").executor_def is dg.multiprocess_executor
+    # Materializations from the asset pages (the implicit asset job) run in-process too.
+    assert defs.resolve_implicit_global_asset_job_def().executor_def is dg.in_process_executor
