@@ -12,6 +12,7 @@ import pytest
 from pipelines.definitions import load
 from pipelines.demo.log_source import LogEventSource
 from pipelines.demo.order_source import OrderEventSource
+from resources import PaimonCatalogResource
 
 # Small partitions keep every materialization well under a second.
 ROWS = 1_500
@@ -48,6 +49,26 @@ def demo_defs(warehouse: str) -> dg.Definitions:
 @pytest.fixture
 def resources(demo_defs: dg.Definitions) -> dict[str, Any]:
     return dict(demo_defs.resources or {})
+
+
+@pytest.fixture
+def catalog(resources: dict[str, Any]) -> PaimonCatalogResource:
+    """The definitions' catalog resource (``paimon_catalog``)."""
+    catalog = resources["paimon_catalog"]
+    assert isinstance(catalog, PaimonCatalogResource)
+    return catalog
+
+
+def one_line_failure(result: dg.ExecuteInProcessResult) -> str:
+    """The description of the run's one failed step, checked to be a one-line ``dg.Failure``
+    (what the UI shows a user, rather than a stack trace)."""
+    assert not result.success
+    [failure] = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    error = failure.event_specific_data.error
+    assert error.cls_name == "Failure", error.message
+    data = failure.event_specific_data.user_failure_data
+    assert data is not None and "\n" not in data.description
+    return str(data.description)
 
 
 class JobRunner:

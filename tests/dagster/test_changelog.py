@@ -119,13 +119,6 @@ def demo_defs(warehouse: str) -> dg.Definitions:
 
 
 @pytest.fixture
-def catalog(resources: dict[str, Any]) -> PaimonCatalogResource:
-    catalog = resources["paimon_catalog"]
-    assert isinstance(catalog, PaimonCatalogResource)
-    return catalog
-
-
-@pytest.fixture
 def orders_target(demo_defs: dg.Definitions) -> TableTarget:
     return declared_targets(demo_defs)[ORDERS_TABLE]
 

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pytest
 import yaml
 from cdc_truth import replay
-from conftest import ORDERS_JOB, JobRunner, small_sources
+from conftest import ORDERS_JOB, JobRunner, one_line_failure, small_sources
 from metadata_values import value_of
 
 import paimon_core as pc
@@ -90,11 +90,6 @@ CUSTOMERS_KEY = dg.AssetKey(["lake", "crm", "customers"])
 
 
 # ---- helpers --------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def catalog(resources: dict[str, Any]) -> PaimonCatalogResource:
-    return resources["paimon_catalog"]
 
 
 @pytest.fixture
@@ -172,17 +167,6 @@ def shape_after(result: dg.ExecuteInProcessResult) -> dg.AssetObservation:
     """The one observation of the table's LSM shape after the run's compactions (paimon/lsm/*)."""
     [shape] = [o for o in observations(result) if "paimon/lsm/max_level0_files" in o.metadata]
     return shape
-
-
-def step_failure(result: dg.ExecuteInProcessResult) -> str:
-    """The description of the run's one failed step (a ``dg.Failure``), checked to be one line."""
-    assert not result.success
-    [failure] = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
-    error = failure.event_specific_data.error
-    assert error.cls_name == "Failure", error.message
-    data = failure.event_specific_data.user_failure_data
-    assert data is not None and "\n" not in data.description
-    return str(data.description)
 
 
 # ---- chunked write-only ingestion -------------------------------------------------------------
@@ -507,7 +491,7 @@ def test_a_run_naming_only_the_table_needs_its_asset(orders: pc.Table, target: T
 
     bare = compact(run_job, {"ops": {"plan_compaction": {"config": {"table": ORDERS_TABLE}}}}, raise_on_error=False)
 
-    description = step_failure(bare)
+    description = one_line_failure(bare)
     assert f"no asset of this code location declares Paimon table {ORDERS_TABLE}" in description
     assert "asset_key" in description
     assert level0_per_bucket(orders, DAY) == [5] * 4
@@ -530,7 +514,7 @@ def test_a_bad_table_name_fails_the_run_in_one_line(catalog: PaimonCatalogResour
 
     result = compact(run_job, config, job=job, tags=compaction_tags(table), raise_on_error=False)
 
-    assert f"Paimon table {table}" in step_failure(result)
+    assert f"Paimon table {table}" in one_line_failure(result)
     assert orders.snapshots() == []
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import dagster as dg
 import pyarrow as pa
 import pytest
-from conftest import JobRunner
+from conftest import JobRunner, one_line_failure
 from metadata_values import value_of
 
 import paimon_core as pc
@@ -58,11 +58,6 @@ CUSTOMERS_KEY = dg.AssetKey(["lake", "crm", "customers"])
 
 
 # ---- helpers --------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def catalog(resources: dict[str, Any]) -> PaimonCatalogResource:
-    return resources["paimon_catalog"]
 
 
 @pytest.fixture
@@ -131,17 +126,6 @@ def execute_check(defs: dg.Definitions, instance: dg.DagsterInstance, name: str,
         asset_selection=set(), asset_check_selection={dg.AssetCheckKey(key, name)})
     [evaluation] = job.execute_in_process(instance=instance).get_asset_check_evaluations()
     return evaluation
-
-
-def step_failure(result: dg.ExecuteInProcessResult) -> str:
-    """The description of the run's one failed step, checked to be a one-line ``dg.Failure``."""
-    assert not result.success
-    [failure] = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
-    error = failure.event_specific_data.error
-    assert error.cls_name == "Failure", error.message
-    data = failure.event_specific_data.user_failure_data
-    assert data is not None and "\n" not in data.description
-    return str(data.description)
 
 
 def rows(table: pc.Table) -> list[dict[str, Any]]:
@@ -225,7 +209,7 @@ def test_expiry_creates_due_automatic_tags_first(run_job: JobRunner, events: pc.
 def test_bad_time_fails_the_run_before_deleting(run_job: JobRunner, events: pc.Table, target: TableTarget) -> None:
     result = run(run_job, EXPIRE_JOB, expire_run_config(target, older_than="yesterday"), raise_on_error=False)
 
-    assert "'now' or an ISO-8601 time" in step_failure(result)
+    assert "'now' or an ISO-8601 time" in one_line_failure(result)
     assert len(events.snapshots()) == COMMITS
 
 
@@ -277,7 +261,7 @@ def test_recent_window_needs_force_and_no_writer_running(demo_defs: dg.Definitio
     assert writers_running(instance, LOG_TABLE, own_run_id="another") == [f"{COMPACTION_JOB} ({writer.run_id})"]
     forced = orphans_run_config(target, older_than="now", force=True)
     busy = run(run_job, ORPHANS_JOB, forced, raise_on_error=False)
-    description = step_failure(busy)
+    description = one_line_failure(busy)
     assert writer.run_id in description and LOG_TABLE in description and stray.exists()
 
     instance.report_run_canceled(writer)
@@ -296,7 +280,7 @@ def test_a_run_naming_only_the_table_needs_its_asset(run_job: JobRunner, events:
     in-process run has no code location, so it fails in one line saying what to give."""
     bare = run(run_job, job, {"ops": {op: {"config": {"table": LOG_TABLE}}}}, raise_on_error=False)
 
-    description = step_failure(bare)
+    description = one_line_failure(bare)
     assert f"no asset of this code location declares Paimon table {LOG_TABLE}" in description
     assert "asset_key" in description
 
@@ -317,7 +301,7 @@ def test_a_bad_table_name_fails_the_run_in_one_line(run_job: JobRunner, events: 
 
     result = run(run_job, job, config, raise_on_error=False, table=table)
 
-    assert f"Paimon table {table}" in step_failure(result)
+    assert f"Paimon table {table}" in one_line_failure(result)
     assert len(events.snapshots()) == COMMITS
 
 

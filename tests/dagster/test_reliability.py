@@ -108,13 +108,6 @@ def demo_defs(warehouse: str, fast_retries: float) -> dg.Definitions:
     return demo_definitions(warehouse)
 
 
-@pytest.fixture
-def catalog(resources: dict[str, Any]) -> PaimonCatalogResource:
-    catalog = resources["paimon_catalog"]
-    assert isinstance(catalog, PaimonCatalogResource)
-    return catalog
-
-
 class CommitFault:
     """``FileStoreCommit._commit`` of one table, failing at its ``on_call``-th call.
 
