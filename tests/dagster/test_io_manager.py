@@ -483,7 +483,7 @@ def test_output_metadata_counts_the_partition(io: dict[str, Any]) -> None:
     result = materialize([events_asset(lambda: rows([1, 2, 3]))], io)
 
     metadata = output_metadata(result)
-    assert metadata["paimon/ingest/snapshot_id"] == "1"  # text: read, not plotted
+    assert metadata["paimon/ingest/snapshot_id"] == 1  # shown as text: read, not plotted
     assert metadata["paimon/ingest/commit_kind"] == "OVERWRITE"
     assert metadata["dagster/table_name"] == "db.events"
 
