@@ -76,6 +76,10 @@ def pytest_runtest_makereport(item: pytest.Item) -> Generator[None, pytest.TestR
 @pytest.fixture
 def page(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Page]:
     """A fresh browser context per test; a failed test leaves ``<test name>-failure.png``."""
+    from playwright.sync_api import expect
+
+    # Assertions wait as long as actions do: a busy machine renders slowly, it is not wrong.
+    expect.set_options(timeout=UI_TIMEOUT_MS)
     context = browser.new_context(viewport=VIEWPORT)  # type: ignore[arg-type]
     context.set_default_timeout(UI_TIMEOUT_MS)
     context.set_default_navigation_timeout(UI_TIMEOUT_MS)
