@@ -28,11 +28,13 @@ from paimon_core.snapshot import Snapshot
 from paimon_core.table import Table, TableWrite
 from paimon_core.type_names import arrow_field_for, parse_type_name, type_name
 from paimon_core.version import __version__
+from paimon_core.write.prepared import CommitOutcome, PreparedCommit
+from paimon_core.write.shard import Shard
 
 __all__ = [
     "DAY_MS", "ROW_KIND", "AddColumn", "AutoTagResult", "BucketCompaction", "BucketState", "BucketTotals", "Catalog",
-    "ChangeBatch", "ChangeStream", "CompactionResult", "Consumer", "DataSplit", "DropColumn", "ExpiryPlan", "LsmState",
-    "OrphanFiles", "PaimonError", "RemoveOption", "RenameColumn", "SetOption", "Snapshot", "Table", "TableOptions",
+    "ChangeBatch", "ChangeStream", "CommitOutcome", "CompactionResult", "Consumer", "DataSplit", "DropColumn", "ExpiryPlan", "LsmState",
+    "OrphanFiles", "PaimonError", "PreparedCommit", "RemoveOption", "RenameColumn", "SetOption", "Shard", "Snapshot", "Table", "TableOptions",
     "TableSchema", "TableWrite", "UpdateColumnType", "UpdateComment", "__version__", "arrow_field_for",
     "parse_type_name", "type_name", "validate_table",
 ]

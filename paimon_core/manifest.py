@@ -289,7 +289,7 @@ MANIFEST_FILE_META_SCHEMA = fastavro.parse_schema({
         _optional("_MAX_ROW_ID", "long"), _optional("_TOTAL_BUCKETS", "int"),
         _optional("_EXTRA_FILES", _STRING_ARRAY)]})
 
-INDEX_MANIFEST_ENTRY_SCHEMA = fastavro.parse_schema({
+INDEX_MANIFEST_ENTRY_RECORD: dict[str, Any] = {
     "type": "record", "name": "IndexManifestEntry", "fields": [
         {"name": "_VERSION", "type": "int"}, {"name": "_KIND", "type": "int"},
         {"name": "_PARTITION", "type": "bytes"}, {"name": "_BUCKET", "type": "int"},
@@ -304,7 +304,8 @@ INDEX_MANIFEST_ENTRY_SCHEMA = fastavro.parse_schema({
             {"name": "_ROW_RANGE_START", "type": "long"}, {"name": "_ROW_RANGE_END", "type": "long"},
             {"name": "_INDEX_FIELD_ID", "type": "int"},
             _optional("_EXTRA_FIELD_IDS", {"type": "array", "items": "int"}),
-            _optional("_INDEX_META", "bytes"), _optional("_SOURCE_META", "bytes")]})]})
+            _optional("_INDEX_META", "bytes"), _optional("_SOURCE_META", "bytes")]})]}
+INDEX_MANIFEST_ENTRY_SCHEMA = fastavro.parse_schema(INDEX_MANIFEST_ENTRY_RECORD)
 
 
 # ------------------------------------------------------------------------------------------

@@ -21,9 +21,7 @@ from paimon_core.compaction.compactor import CompactionResult, PartitionSpec, Ta
 from paimon_core.compaction.state import LsmState
 from paimon_core.consumer import Consumer, ConsumerStore
 from paimon_core.errors import (
-    CommitConflictError,
     OptionError,
-    PaimonError,
     SchemaError,
     SnapshotExpiredError,
     SnapshotNotFoundError,
@@ -31,11 +29,12 @@ from paimon_core.errors import (
 )
 from paimon_core.fileio import FileIO
 from paimon_core.layout import TablePaths, unescape_path_name
+from paimon_core.maintenance.after_commit import maintain_after_commit
 from paimon_core.maintenance.auto_tags import AutoTagResult, create_automatic_tags
 from paimon_core.maintenance.expiry import ExpiryPlan, SnapshotExpiry
 from paimon_core.maintenance.orphans import OrphanFiles, OrphanFilesClean
 from paimon_core.maintenance.rollback import Rollback, rollback_to
-from paimon_core.manifest import ManifestEntry, read_index_manifest
+from paimon_core.manifest import IndexManifestEntry, ManifestEntry, read_index_manifest
 from paimon_core.merge import engine_for
 from paimon_core.names import Identifier
 from paimon_core.options import TableOptions
@@ -58,7 +57,9 @@ from paimon_core.snapshot import BATCH_COMMIT_IDENTIFIER, ChangeHistory, Changel
 from paimon_core.tags import Tag, TagStore
 from paimon_core.write.append_writer import AppendWriter
 from paimon_core.write.conform import check_partition_values, conform, internal_partition_spec, iter_input
+from paimon_core.write.prepared import CommitOutcome, PreparedCommit, commit_prepared
 from paimon_core.write.primary_key_sink import IndexState, PrimaryKeySink
+from paimon_core.write.shard import Shard, as_shard
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -245,6 +246,20 @@ class Table:
         """
         return TableCompactor(self, commit_user=commit_user).compact(partitions, buckets, full=full)
 
+    def prepare_compaction(self, partitions: PartitionSpec | Sequence[PartitionSpec] | None = None,
+                           buckets: Iterable[int] | None = None, *, full: bool = False,
+                           shard: Shard | tuple[int, int] | None = None) -> PreparedCommit:
+        """Compact like :meth:`compact` but without committing: one task of a fanned-out compaction.
+
+        ``shard=(index, count)`` keeps the buckets task ``index`` of ``count`` owns, so tasks
+        never compact the same bucket. Commit the tasks' results together with :meth:`commit`
+        (one COMPACT snapshot) or each on its own (progress survives a failed task).
+        """
+        compactor = TableCompactor(self)
+        prepared = compactor.prepare(partitions, buckets, full=full, shard=as_shard(shard))
+        return PreparedCommit(self.name, self.schema.id, compactions=prepared.increments, full=prepared.full,
+                              reports=compactor.reports(prepared))
+
     def partition_of(self, path: str) -> dict[str, str | None]:
         """``{column: value}`` of a partition path as :meth:`lsm_state` reports it
         (``dt=2024-01-01/region=eu``); ``""`` (unpartitioned) gives ``{}``, the default
@@ -285,8 +300,8 @@ class Table:
         return committer.find_committed(commit_identifier)
 
     def new_write(self, *, commit_user: str | None = None, commit_identifier: int | None = None,
-                  overwrite: OverwriteArg = False,
-                  properties: Mapping[str, str] | None = None) -> TableWrite:
+                  overwrite: OverwriteArg = False, properties: Mapping[str, str] | None = None,
+                  shard: Shard | tuple[int, int] | None = None) -> TableWrite:
         """A writer that takes many batches into one atomic commit.
 
         Args:
@@ -297,9 +312,39 @@ class Table:
                 when ``dynamic-partition-overwrite`` is false), or a ``{column: value}`` map of
                 the partition to replace.
             properties: string properties stored in the snapshot.
+            shard: ``(index, count)``: this writer is one of ``count`` parallel writers of one
+                commit and writes only the rows of the buckets it owns (Paimon's channel of a
+                bucket; whole partitions for dynamic-bucket tables). Every writer sees the same
+                input; hand their :meth:`TableWrite.prepare` results to :meth:`commit`.
+                Append tables without buckets take no shard: give each writer its own input.
         """
         return TableWrite(self, commit_user=commit_user, commit_identifier=commit_identifier,
-                          overwrite=overwrite, properties=properties)
+                          overwrite=overwrite, properties=properties, shard=shard)
+
+    def commit(self, prepared: Iterable[PreparedCommit | bytes], *, commit_user: str | None = None,
+               commit_identifier: int | None = None, overwrite: OverwriteArg = False,
+               properties: Mapping[str, str] | None = None) -> CommitOutcome:
+        """Commit what many writers prepared (:meth:`TableWrite.prepare`,
+        :meth:`prepare_compaction`, or their ``to_bytes()``) atomically, as one snapshot.
+
+        New files make one APPEND (or OVERWRITE) snapshot, compactions one COMPACT snapshot
+        after it, under the same identifier. With ``commit_user`` and ``commit_identifier`` a
+        re-run finds the commit already landed and makes nothing twice. Conflicts are checked
+        and retried as for every commit; the files of a commit that provably lost are removed.
+        """
+        started = time.monotonic()
+        parts = [p if isinstance(p, PreparedCommit) else PreparedCommit.from_bytes(p) for p in prepared]
+        options = self.options
+        user = commit_user or f"{options.commit_user_prefix + '_' if options.commit_user_prefix else ''}{uuid.uuid4()}"
+        spec = overwrite_spec(self, self.schema, options, overwrite)
+        outcome = commit_prepared(self, parts, commit_user=user, commit_identifier=commit_identifier,
+                                  overwrite=spec, properties=properties, started=started)
+        if outcome.data_snapshot is not None and not options.write_only:
+            written = {(m.partition.row, m.bucket) for p in parts for m in p.data}
+            maintain_after_commit(self, written, commit_user=user,
+                                  commit_identifier=BATCH_COMMIT_IDENTIFIER if commit_identifier is None
+                                  else commit_identifier)
+        return outcome
 
     def write(self, data: Any, *, overwrite: OverwriteArg = False, row_kind: str | None = None,
               commit_user: str | None = None, commit_identifier: int | None = None,
@@ -363,9 +408,18 @@ class Table:
         with self._expiry_guard(snapshot if tag is None else None):
             return _read_all(reader, self._splits(snapshot, schema, reader))
 
-    def read_split(self, split: DataSplit, columns: Sequence[str] | None = None) -> pa.Table:
-        """Read one split from :meth:`plan` (e.g. to spread a read over workers)."""
-        return _read_all(self._reader(self.schemas.schema(split.schema_id), columns, None), [split])
+    def read_split(self, split: DataSplit, columns: Sequence[str] | None = None, filter: Any = None) -> pa.Table:
+        """Read one split from :meth:`plan` (e.g. to spread a read over workers), with the same
+        ``filter`` the plan was made with to drop the rows it rules out."""
+        return _read_all(self._reader(self.schemas.schema(split.schema_id), columns, filter), [split])
+
+    def to_dask(self, columns: Sequence[str] | None = None, filter: Any = None, *,
+                snapshot_id: int | None = None, timestamp_ms: int | None = None, tag: str | None = None) -> Any:
+        """The table as a Dask DataFrame with one partition per split (needs ``dask[dataframe]``);
+        see :func:`paimon_core.read.distributed.to_dask`."""
+        from paimon_core.read.distributed import to_dask
+
+        return to_dask(self, columns, filter, snapshot_id=snapshot_id, timestamp_ms=timestamp_ms, tag=tag)
 
     def to_pandas(self, columns: Sequence[str] | None = None, filter: Any = None, *,
                   snapshot_id: int | None = None, timestamp_ms: int | None = None,
@@ -546,7 +600,8 @@ class TableWrite:
     """
 
     def __init__(self, table: Table, *, commit_user: str | None, commit_identifier: int | None,
-                 overwrite: OverwriteArg, properties: Mapping[str, str] | None) -> None:
+                 overwrite: OverwriteArg, properties: Mapping[str, str] | None,
+                 shard: Shard | tuple[int, int] | None = None) -> None:
         self.table = table
         self.schema = table.schema
         self.options = TableOptions.from_map(self.schema.effective_options(), table=table.name)
@@ -557,15 +612,21 @@ class TableWrite:
         prefix = self.options.commit_user_prefix
         self.commit_user = commit_user or (f"{prefix}_" if prefix else "") + str(uuid.uuid4())
         self.commit_identifier = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier
-        self.overwrite = self._overwrite_spec(overwrite)
+        self.overwrite = overwrite_spec(table, self.schema, self.options, overwrite)
         self.properties = properties
+        self.shard = as_shard(shard)
+        if self.shard is not None and not self.schema.primary_keys and self.options.bucket < 0:
+            raise UnsupportedFeatureError(
+                f"table {table.name} has no buckets (bucket = -1), so its writers are not sharded: give each "
+                "writer its own slice of the input and no shard")
         self._static = self._static_filter()
         # Writers of tables without write-only compact what they wrote after each commit, and
         # stall (compact first) while a bucket has more sorted runs than the stop trigger.
         self.compacts = not self.options.write_only
         self.compaction: CompactionResult | None = None
         self.stall_seconds = 0.0
-        if self.compacts and self.schema.primary_keys:
+        if self.compacts and self.schema.primary_keys and self.shard is None:
+            # a sharded writer leaves the stall to its committer, which compacts after the commit
             self._stall_while_over_stop_trigger()
         latest = table.snapshot_store.latest()
         self._sink: PrimaryKeySink | None = None
@@ -575,11 +636,12 @@ class TableWrite:
                 if latest is not None and latest.index_manifest else []
             self._sink = PrimaryKeySink(table.file_io, table.paths, self.schema, self.options, table=table.name,
                                         next_sequence=self._restore_sequence(latest),
-                                        index=IndexState(latest.index_manifest if latest else None, index_entries))
+                                        index=IndexState(latest.index_manifest if latest else None, index_entries),
+                                        shard=self.shard)
         else:
             restore = self._restore_sequence(latest) if self.options.bucket > 0 else None
             self._appender = AppendWriter(table.file_io, table.paths, self.schema, self.options,
-                                          next_sequence=restore)
+                                          next_sequence=restore, shard=self.shard)
         self._closed = False
 
     def _stall_while_over_stop_trigger(self) -> None:
@@ -603,17 +665,6 @@ class TableWrite:
         if stalled:
             self.stall_seconds = time.monotonic() - started
             log.warning("write stall on %s ended after %.2fs", self.table.name, self.stall_seconds)
-
-    def _overwrite_spec(self, overwrite: OverwriteArg) -> Overwrite | None:
-        if overwrite is False or overwrite is None:
-            return None
-        if overwrite is True:
-            dynamic = self.options.dynamic_partition_overwrite and self.schema.partition_keys
-            return Overwrite("dynamic" if dynamic else "table")
-        spec = dict(overwrite)
-        if not spec:
-            return Overwrite("table")
-        return Overwrite("static", internal_partition_spec(spec, self.schema, table=self.table.name))
 
     def _static_filter(self) -> pc.Expression | None:
         if self.overwrite is None or self.overwrite.mode != "static" or not self.overwrite.partition:
@@ -713,38 +764,41 @@ class TableWrite:
         self._closed = True
         snapshot_id = committer.commit(messages, commit_identifier=self.commit_identifier,
                                        overwrite=self.overwrite, properties=self.properties, index=index)
-        if snapshot_id is not None and self.compacts and messages:
-            self._compact_written({(m.partition.row, m.bucket) for m in messages})
         if snapshot_id is not None and self.compacts:
-            self._expire()
+            self.compaction = maintain_after_commit(self.table, {(m.partition.row, m.bucket) for m in messages},
+                                                    commit_user=self.commit_user,
+                                                    commit_identifier=self.commit_identifier)
         return snapshot_id
 
-    def _expire(self) -> None:
-        """Writers that maintain their table also expire its snapshots (Paimon does at commit);
-        write-only ones leave it to a dedicated job. A failure is logged: the data is committed."""
-        try:
-            self.table.create_automatic_tags()  # before expiry: the tag keeps the period's last snapshot
-            self.table.expire_snapshots(dry_run=False)
-        except UnsupportedFeatureError as exc:
-            log.info("no snapshot expiry after the write to %s: %s", self.table.name, exc)
-        except (PaimonError, OSError):  # storage errors too: the commit must not be reported failed
-            log.exception("snapshot expiry after the write to %s failed; the written data is committed",
-                          self.table.name)
+    def prepare(self) -> PreparedCommit:
+        """Close every file and hand over what was written, without committing (two-phase write).
 
-    def _compact_written(self, written: set[tuple[bytes, int]]) -> None:
-        """Compact the buckets this commit wrote, when the picker asks for it (a COMPACT snapshot).
-
-        The data is already committed: a failed compaction is logged, not raised, and is
-        picked up again by the next compacting write or a dedicated compaction.
+        The writer is closed. Give the result (or its :meth:`PreparedCommit.to_bytes`) with
+        those of the other writers to :meth:`Table.commit`; files of a prepared commit that is
+        never committed are reclaimed by orphan cleanup.
         """
+        if self._closed:
+            raise SchemaError(f"this writer of table {self.table.name} is already closed")
         try:
-            self.compaction = TableCompactor(self.table, commit_user=self.commit_user).compact(
-                only=written, commit_identifier=self.commit_identifier)
-        except CommitConflictError as exc:
-            log.info("compaction after the write to %s skipped: %s", self.table.name, exc)
-        except (PaimonError, OSError):  # storage errors too: the commit must not be reported failed
-            log.exception("compaction after the write to %s failed; the written data is committed",
-                          self.table.name)
+            index_base: str | None = None
+            index_files: tuple[IndexManifestEntry, ...] = ()
+            if self._sink is not None:
+                messages, index = self._sink.prepare()
+                if index is not None:
+                    written = set(index.files)
+                    index_base = index.base_manifest
+                    index_files = tuple(e for e in index.entries
+                                        if self.table.paths.index_file(e.file_name) in written)
+            else:
+                assert self._appender is not None
+                messages = self._appender.prepare_commit()
+                self._appender.close()
+        except BaseException:
+            self.abort()
+            raise
+        self._closed = True
+        return PreparedCommit(self.table.name, self.schema.id, tuple(messages), index_base=index_base,
+                              index_files=index_files, rows=self.rows_written)
 
     def abort(self) -> None:
         """Discard everything written and not committed."""
@@ -776,6 +830,20 @@ class TableWrite:
         if self._sink is not None:
             return self._sink.writer.buffered_bytes
         return self._appender.buffered_bytes if self._appender is not None else 0
+
+
+def overwrite_spec(table: Table, schema: TableSchema, options: TableOptions,
+                   overwrite: OverwriteArg) -> Overwrite | None:
+    """What an OVERWRITE replaces: False/None append, True dynamic (or table), a map static."""
+    if overwrite is False or overwrite is None:
+        return None
+    if overwrite is True:
+        dynamic = options.dynamic_partition_overwrite and schema.partition_keys
+        return Overwrite("dynamic" if dynamic else "table")
+    spec = dict(overwrite)
+    if not spec:
+        return Overwrite("table")
+    return Overwrite("static", internal_partition_spec(spec, schema, table=table.name))
 
 
 def _epoch_ms(moment: dt.datetime | int | None, *, what: str) -> int | None:

@@ -32,6 +32,7 @@ from paimon_core.write.conform import internal_partition_spec
 from paimon_core.write.data_file import local_now_millis
 from paimon_core.write.message import CompactIncrement
 from paimon_core.write.routing import make_partition
+from paimon_core.write.shard import Shard
 
 if TYPE_CHECKING:
     from paimon_core.table import Table
@@ -226,8 +227,13 @@ class TableCompactor:
 
     def prepare(self, partitions: PartitionSpec | Sequence[PartitionSpec] | None = None,
                 buckets: Iterable[int] | None = None, *, full: bool = False,
-                only: Collection[tuple[bytes, int]] | None = None) -> PreparedCompaction:
-        """Plan the selected buckets of the latest snapshot and write their new files (uncommitted)."""
+                only: Collection[tuple[bytes, int]] | None = None,
+                shard: Shard | None = None) -> PreparedCompaction:
+        """Plan the selected buckets of the latest snapshot and write their new files (uncommitted).
+
+        ``shard`` keeps the buckets that compaction task owns (Paimon's channel of a bucket), so
+        tasks of one compaction never rewrite the same bucket.
+        """
         started = time.monotonic()
         latest = self.table.latest_snapshot()
         if latest is None:
@@ -239,6 +245,8 @@ class TableCompactor:
         selected = self.buckets(latest, partitions, buckets)
         if only is not None:
             selected = [b for b in selected if (b.partition.row, b.bucket) in only]
+        if shard is not None:
+            selected = [b for b in selected if shard.owns(b.partition.row, b.bucket)]
         work = tuple(w for b in selected if (w := self.planner.plan(b, full=full, now_ms=now)) is not None)
         return PreparedCompaction(full, work, tuple(self._run(work, index)), started)
 
@@ -250,7 +258,7 @@ class TableCompactor:
         snapshot_id = committer.commit_compaction(
             prepared.increments, properties={COMPACTION_PROPERTY: "full" if prepared.full else "auto"},
             commit_identifier=commit_identifier)
-        reports = tuple(self._report(w, i) for w, i in zip(prepared.work, prepared.increments))
+        reports = self.reports(prepared)
         result = CompactionResult(self.table.name, snapshot_id, prepared.full,
                                   reports if snapshot_id is not None else (), time.monotonic() - prepared.started)
         for report in result.buckets:
@@ -300,6 +308,10 @@ class TableCompactor:
             _discard(self.table, done)  # nothing is committed: remove what the finished tasks wrote
             raise failures[0]
         return done
+
+    def reports(self, prepared: PreparedCompaction) -> tuple[BucketCompaction, ...]:
+        """What each prepared bucket compaction does, as a commit of it will report."""
+        return tuple(self._report(w, i) for w, i in zip(prepared.work, prepared.increments))
 
     def _report(self, work: BucketWork, increment: CompactIncrement) -> BucketCompaction:
         before_files = work.bucket.files

@@ -23,6 +23,7 @@ from paimon_core.write.data_file import AppendContent, RollingFileWriter, Sequen
 from paimon_core.write.flusher import Flusher
 from paimon_core.write.message import CommitMessage
 from paimon_core.write.routing import Partition, Router
+from paimon_core.write.shard import Shard
 
 log = logging.getLogger(__name__)
 
@@ -50,12 +51,14 @@ class AppendWriter:
     """
 
     def __init__(self, file_io: FileIO, paths: TablePaths, schema: TableSchema,
-                 options: TableOptions, *, next_sequence: SequenceRestore | None = None) -> None:
+                 options: TableOptions, *, next_sequence: SequenceRestore | None = None,
+                 shard: Shard | None = None) -> None:
         self.file_io = file_io
         self.paths = paths
         self.schema = schema
         self.options = options
         self.router = Router(schema, options)
+        self.shard = shard
         self.total_buckets = options.bucket
         self._next_sequence = next_sequence
         self._buffers: dict[tuple[bytes, int], _Buffer] = {}
@@ -71,11 +74,13 @@ class AppendWriter:
         rows_per_chunk = max(1, int(table.num_rows * _ROUTE_CHUNK_BYTES / max(table.nbytes, 1)))
         for offset in range(0, table.num_rows, rows_per_chunk):
             self._buffer(table.slice(offset, rows_per_chunk))
-        self.rows_written += table.num_rows
 
     def _buffer(self, table: pa.Table) -> None:
         for partition, bucket, rows in self.router.route(table):
             key = (partition.row, bucket)
+            if self.shard is not None and not self.shard.owns(partition.row, bucket):
+                continue
+            self.rows_written += rows.num_rows
             buffer = self._buffers.get(key)
             if buffer is None:
                 buffer = self._buffers[key] = _Buffer(partition, bucket)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -46,7 +47,8 @@ class DynamicBucketAssigner:
     """Routes rows of a dynamic-bucket table and tracks the HASH index changes to commit."""
 
     def __init__(self, file_io: FileIO, paths: TablePaths, schema: TableSchema, options: TableOptions,
-                 index_entries: list[IndexManifestEntry], *, table: str) -> None:
+                 index_entries: list[IndexManifestEntry], *, table: str,
+                 owns_partition: Callable[[bytes], bool] | None = None) -> None:
         if not set(schema.partition_keys) <= set(schema.primary_keys):
             raise UnsupportedFeatureError(
                 f"table {table}: cross-partition upsert (bucket = -1 with a primary key that lacks "
@@ -55,6 +57,7 @@ class DynamicBucketAssigner:
         self.file_io = file_io
         self.paths = paths
         self.options = options
+        self.owns_partition = owns_partition
         self.partitioner = Router(schema, TableOptions.from_map({**options.raw, "bucket": "-1"}))
         self.keys = schema.trimmed_primary_keys
         self.key_types = [schema.field(k).type for k in self.keys]
@@ -66,6 +69,8 @@ class DynamicBucketAssigner:
     def route(self, table: pa.Table) -> list[tuple[Partition, int, pa.Table]]:
         out = []
         for partition, _, rows in self.partitioner.route(table):
+            if self.owns_partition is not None and not self.owns_partition(partition.row):
+                continue
             index = self._index(partition.row)
             columns = [rows.column(k) for k in self.keys]
             hashes = hash_arrow_rows(columns, self.key_types)  # type: ignore[arg-type]

@@ -102,7 +102,7 @@ class KeyValueWriter:
             state.chunks.append(kv)
             state.nbytes += kv.nbytes
             self._buffered += kv.nbytes
-        self.rows_written += values.num_rows
+            self.rows_written += rows.num_rows
         while self._buffered > self.options.write_buffer_size:
             self._relieve(max(self._buckets.values(), key=lambda b: b.nbytes))
 

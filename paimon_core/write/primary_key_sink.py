@@ -29,9 +29,17 @@ from paimon_core.schema import TableSchema
 from paimon_core.write.dynamic_bucket import DynamicBucketAssigner
 from paimon_core.write.kv_writer import BucketRouter, KeyValueWriter, SequenceRestore
 from paimon_core.write.message import CommitMessage
-from paimon_core.write.routing import Router
+from paimon_core.write.routing import Partition, Router
+from paimon_core.write.shard import Shard
 
 _KIND_NAMES = pa.array(list(ROW_KINDS))
+
+
+def _owned_by(shard: Shard, route: BucketRouter) -> BucketRouter:
+    """``route`` keeping only the (partition, bucket) groups ``shard`` owns."""
+    def owned(data: pa.Table) -> list[tuple[Partition, int, pa.Table]]:
+        return [group for group in route(data) if shard.owns(group[0].row, group[1])]
+    return owned
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +54,7 @@ class PrimaryKeySink:
     """Turns conformed batches into key-value rows and hands them to the LSM writer."""
 
     def __init__(self, file_io: FileIO, paths: TablePaths, schema: TableSchema, options: TableOptions, *,
-                 table: str, next_sequence: SequenceRestore, index: IndexState) -> None:
+                 table: str, next_sequence: SequenceRestore, index: IndexState, shard: Shard | None = None) -> None:
         self.schema = schema
         self.options = options
         self.table = table
@@ -55,10 +63,13 @@ class PrimaryKeySink:
         self.assigner: DynamicBucketAssigner | None = None
         route: BucketRouter
         if options.bucket == -1:
-            self.assigner = DynamicBucketAssigner(file_io, paths, schema, options, index.entries, table=table)
+            self.assigner = DynamicBucketAssigner(file_io, paths, schema, options, index.entries, table=table,
+                                                  owns_partition=shard.owns_partition if shard else None)
             route = self.assigner.route
         else:
             route = Router(schema, options).route
+            if shard is not None:
+                route = _owned_by(shard, route)
         self.writer = KeyValueWriter(file_io, paths, schema, options, self.engine, route=route,
                                      next_sequence=next_sequence, total_buckets=options.bucket)
 
