@@ -96,7 +96,10 @@ class IngestionModel(dg.Model, dg.Resolvable):
     schedule_minute: int = 0
     retries: int = 3
     retry_delay_seconds: float = 5.0
-    executor: str | None = Field(default=None, description="in_process or multiprocess for this table's job.")
+    executor: str | None = Field(default=None, description="in_process, multiprocess, dask, k8s or celery for this "
+                                "table's ingestion job.")
+    executor_config: dict[str, Any] = Field(default={}, description="The executor's config (as in run config).")
+    workers: int = Field(default=1, description="Write steps per partition run, committed as one snapshot.")
     inputs: dict[str, InputModel] = {}
     commit_every_rows: int = 0
     changes_of: str | None = Field(default=None, description="db.table whose changes feed this table.")
@@ -110,6 +113,8 @@ class CompactionModel(dg.Model, dg.Resolvable):
     interval_seconds: int | None = None
     follow_seconds: int | None = None
     job: str = "minor"
+    buckets_per_step: int = Field(default=0, description="Buckets per compaction step (0: a partition per step).")
+    commit_once: bool = Field(default=False, description="Commit every step's compaction as one snapshot.")
 
 
 class MaintenanceModel(dg.Model, dg.Resolvable):
@@ -162,6 +167,7 @@ class TableModel(dg.Model, dg.Resolvable):
                                   lookback=raw.lookback, schedule=raw.schedule, schedule_hour=raw.schedule_hour,
                                   schedule_minute=raw.schedule_minute, retries=raw.retries,
                                   retry_delay_seconds=raw.retry_delay_seconds, executor=raw.executor,
+                                  executor_config=dict(raw.executor_config), workers=raw.workers,
                                   inputs={name: Input(tuple(i.asset_key), tuple(i.columns))
                                           for name, i in raw.inputs.items()},
                                   commit_every_rows=raw.commit_every_rows, changes_of=raw.changes_of,
@@ -179,7 +185,9 @@ class TableModel(dg.Model, dg.Resolvable):
             ingestion=ingestion,
             compaction=Compaction(sensor=self.compaction.sensor, level0_threshold=self.compaction.level0_threshold,
                                   interval_seconds=self.compaction.interval_seconds,
-                                  follow_seconds=self.compaction.follow_seconds, job=self.compaction.job),
+                                  follow_seconds=self.compaction.follow_seconds, job=self.compaction.job,
+                                  buckets_per_step=self.compaction.buckets_per_step,
+                                  commit_once=self.compaction.commit_once),
             maintenance=Maintenance(expire_cron=maintenance.expire_cron if maintenance.enabled else None,
                                     orphans_cron=maintenance.orphans_cron if maintenance.enabled else None,
                                     retain_min=maintenance.retain_min, retain_max=maintenance.retain_max,

@@ -24,6 +24,7 @@ from paimon_core.errors import TableDefinitionError
 from pipelines.changes_ingestion import changes_sensor
 from pipelines.compaction import paimon_compaction_job, paimon_full_compaction_job
 from pipelines.expiry import expire_schedule, paimon_expire_snapshots_job
+from pipelines.fanout import fanned_asset
 from pipelines.ingestion import (
     CATALOG_KEY,
     IO_MANAGER_KEY,
@@ -101,9 +102,12 @@ def paimon_definitions(specs: Sequence[PaimonTableSpec], *, warehouse: str | Non
             ``dg.EnvVar``); or pass ``catalog``, a ``PaimonCatalogResource`` of your own.
         assets: your own assets of declared tables (e.g. from ``paimon_asset``) and any others
             to include; a spec whose asset key is among them gets no generated asset.
-        executor: the executor of the ingestion jobs and of materializations launched from the
-            asset pages (default in-process: a run writes one partition, and a process per step
-            would cost more than most writes).
+        executor: the executor of the compaction and maintenance jobs, of the ingestion jobs of
+            tables that name none (``Ingestion.executor``) and of materializations launched from
+            the asset pages; default in-process (most runs are a few small steps, and a process
+            per step would cost more). Fanned-out writes (``Ingestion.workers``) and
+            compactions (``Compaction.buckets_per_step``) spread over a multiprocess, Dask,
+            Kubernetes or Celery executor's workers (see ``pipelines.executors``).
         resources: further resources your source functions ask for by parameter name.
         declared_in: the file the specs come from (shown as the assets' code reference).
     """
@@ -126,8 +130,9 @@ def paimon_definitions(specs: Sequence[PaimonTableSpec], *, warehouse: str | Non
             asset: dg.AssetsDefinition | dg.AssetSpec | None = next(a for a in assets if spec.key in asset_keys(a))
         elif spec.ingestion is not None:
             source = spec.ingestion.changes_of
-            asset = table_asset(spec, table_uri=uri, declared_in=declared_in,
-                                changes_key=keys_by_table.get(source) if source else None)
+            asset = fanned_asset(spec, table_uri=uri, declared_in=declared_in) if spec.ingestion.workers > 1 else \
+                table_asset(spec, table_uri=uri, declared_in=declared_in,
+                            changes_key=keys_by_table.get(source) if source else None)
             built.append(asset)
         else:
             built.append(external_asset(spec, table_uri=uri, declared_in=declared_in))

@@ -26,6 +26,7 @@ from paimon_core.errors import PaimonError
 from pipelines.changes_ingestion import consume_changes
 from pipelines.checks import lsm_checks, maintenance_checks
 from pipelines.data_checks import data_check
+from pipelines.executors import executor_named
 from pipelines.lsm import lsm_metadata
 from pipelines.maintenance_checks import ORPHANS_CHECK
 from pipelines.spec import PaimonTableSpec
@@ -53,7 +54,8 @@ def target_of(spec: PaimonTableSpec) -> TableTarget:
     return TableTarget(table=spec.table, asset_key=spec.key, mapping=spec.partition_mapping(),
                        expire_cron=spec.maintenance.expire_cron, orphans_cron=spec.maintenance.orphans_cron,
                        level0_threshold=spec.compaction.level0_threshold,
-                       follow_seconds=follow_seconds(spec.compaction.follow_seconds))
+                       follow_seconds=follow_seconds(spec.compaction.follow_seconds),
+                       buckets_per_step=spec.compaction.buckets_per_step, commit_once=spec.compaction.commit_once)
 
 
 def declared_columns(spec: PaimonTableSpec) -> dg.TableSchema:
@@ -197,16 +199,25 @@ def ingest(context: dg.AssetExecutionContext, spec: PaimonTableSpec, produce: Ca
                                   properties=snapshot_properties(run_id=run.run_id, asset_key=asset,
                                                                  partition_key=partition_key, mode=mode),
                                   commit_every_rows=spec.ingestion.commit_every_rows)
+    return receipt_output(context, spec, table, values, receipt)
+
+
+def receipt_output(context: dg.OpExecutionContext | dg.AssetExecutionContext, spec: PaimonTableSpec, table: pc.Table,
+                   values: dict[str, str],
+                   receipt: PaimonWrite, **extra: Any) -> dg.Output[PaimonWrite]:
+    """The asset's output for a write: the receipt, with what the write and the table look like."""
     metadata = write_metadata(table, snapshot_id=receipt.snapshot_id, partition=values,
                               rows_written=receipt.rows_written)
     metadata["dagster/column_schema"] = declared_columns(spec)  # as declared, whatever the table's history
     metadata.update(lsm_metadata(table.lsm_state()))
-    metadata["paimon/ingest/mode"] = mode
+    metadata["paimon/ingest/mode"] = receipt.mode
     metadata["paimon/ingest/commits"] = receipt.commits
     metadata["paimon/ingest/reused_commit"] = receipt.reused
     metadata.update(kind_metadata(receipt))
+    metadata.update(extra)
     if receipt.reused:
-        context.log.info(f"{spec.table}: the commit of {partition_key or 'the table'} by this run already landed as "
+        where = context.partition_key if context.has_partition_key else "the table"
+        context.log.info(f"{spec.table}: the commit of {where} by this run already landed as "
                          f"snapshot {receipt.snapshot_id}; not writing it again")
     return dg.Output(receipt, metadata=plottable(metadata, INGEST_PLOTTED))
 
@@ -312,9 +323,9 @@ def ingestion_job(spec: PaimonTableSpec, asset: dg.AssetsDefinition,
     """``ingest_<db>_<table>_job``: the asset and its cheap checks (the orphan check lists every
     directory of the table; the cleanup job records it), one partition per run."""
     selection = dg.AssetSelection.assets(asset) - dg.AssetSelection.checks(dg.AssetCheckKey(spec.key, ORPHANS_CHECK))
-    chosen = spec.ingestion.executor if spec.ingestion is not None else None
-    if chosen is not None:
-        executor = dg.multiprocess_executor if chosen == "multiprocess" else dg.in_process_executor
+    ingestion = spec.ingestion
+    if ingestion is not None and ingestion.executor is not None:
+        executor = executor_named(ingestion.executor, ingestion.executor_config, table=spec.table)
     return dg.define_asset_job(
         f"ingest_{spec.name}_job", selection=selection, tags={TABLE_TAG: spec.table},
         executor_def=executor or dg.in_process_executor,

@@ -10,6 +10,7 @@ ways of declaring a table are checked by the same code when definitions load, wi
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -19,6 +20,7 @@ import pyarrow as pa
 
 import paimon_core as pc
 from paimon_core.errors import PaimonError, TableDefinitionError
+from pipelines.executors import executor_named
 from pipelines.schedule_ticks import checked_cron
 from resources.landing_location import LandingError, LandingLocation
 from resources.partition_mapping import (
@@ -34,7 +36,8 @@ PARTITION_KINDS = ("none", "daily", "hourly", "weekly", "monthly", "static")
 # as the partitions.
 DEFAULT_PATTERNS = {"daily": "%Y-%m-%d", "hourly": "%Y-%m-%d %H:00", "weekly": "%Y-%m-%d", "monthly": "%Y-%m"}
 COMPACTION_JOBS = ("minor", "full")
-EXECUTORS = ("in_process", "multiprocess")
+# The parameter of a source function that receives its share of a fanned-out partition.
+SLICE_PARAMETER = "ingest_slice"
 DEFAULT_EXPIRE_CRON = "0 * * * *"
 DEFAULT_ORPHANS_CRON = "0 3 * * *"
 # Options every table of the integration gets unless its spec says otherwise: writers that
@@ -124,8 +127,13 @@ class Ingestion:
     once). ``inputs``: upstream assets the function receives by name. ``commit_every_rows``:
     commit every that many rows, as a streaming sink commits at each checkpoint (0: one commit
     per partition); a retried step resumes after the commits that landed. ``executor``:
-    ``in_process`` or ``multiprocess`` for this table's ingestion job (None: the one
-    ``paimon_definitions`` was given, in-process by default).
+    one of :data:`pipelines.executors.EXECUTORS` for this table's ingestion job (None: the one
+    ``paimon_definitions`` was given, in-process by default), ``executor_config`` its config.
+    ``workers``: write steps per partition run (Paimon's writer parallelism): above 1 the
+    partition's input fans out to that many steps, each preparing its files, and one step
+    commits them all as one snapshot. Bucketed tables give each step its buckets (every step
+    reads the whole input); append tables without buckets give each its share of the landed
+    files, or call the function with ``ingest_slice`` (index, count) to produce its share.
 
     ``changes_of``: the table is kept up to date from another Paimon table's changes: the
     function gets each batch of change rows (``_row_kind`` first, then ``change_columns``) and
@@ -145,6 +153,8 @@ class Ingestion:
     retries: int = 3
     retry_delay_seconds: float = 5.0
     executor: str | None = None
+    executor_config: Mapping[str, Any] = field(default_factory=dict)
+    workers: int = 1
     inputs: Mapping[str, Input] = field(default_factory=dict)
     commit_every_rows: int = 0
     changes_of: str | None = None
@@ -178,6 +188,9 @@ class Compaction:
     ``follow_seconds``: how long a run keeps compacting as writers commit. Unset,
     ``interval_seconds`` and ``follow_seconds`` read ``$PAIMON_COMPACTION_SENSOR_INTERVAL``
     (default 30) and ``$PAIMON_COMPACTION_FOLLOW_SECONDS`` (default 0) when definitions load.
+    ``buckets_per_step``: a run's steps each compact that many buckets of a partition (0: a
+    partition per step), in parallel on the code location's executor; ``commit_once``: the
+    steps only write files and the run commits them as one snapshot at its end.
     """
 
     sensor: bool = True
@@ -185,6 +198,8 @@ class Compaction:
     interval_seconds: int | None = None
     follow_seconds: int | None = None
     job: str = "minor"
+    buckets_per_step: int = 0
+    commit_once: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -414,8 +429,11 @@ class PaimonTableSpec:
                 raise _fail(table, "ingestion.changes_of", "change batches are appended, each once, to an "
                             "unpartitioned asset: set mode append and no partitions (the table may still have "
                             "partition_keys)")
-        if ingestion.executor not in (None, *EXECUTORS):
-            raise _fail(table, "ingestion.executor", f"{ingestion.executor!r} is not one of {', '.join(EXECUTORS)}")
+        if ingestion.executor is not None:
+            executor_named(ingestion.executor, ingestion.executor_config, table=table)
+        elif ingestion.executor_config:
+            raise _fail(table, "ingestion.executor_config", "given without ingestion.executor; name the executor")
+        self._validate_workers()
         if ingestion.commit_every_rows < 0:
             raise _fail(table, "ingestion.commit_every_rows", f"must be >= 0, got {ingestion.commit_every_rows}")
         if ingestion.landing is not None:
@@ -435,6 +453,28 @@ class PaimonTableSpec:
         if ingestion.schedule and not isinstance(self.partitions_def(), dg.TimeWindowPartitionsDefinition):
             raise _fail(table, "ingestion.schedule", "a schedule materializes time partitions as they end; the "
                         f"asset has {self.partitions.kind} partitions")
+
+    @property
+    def bucketless_append(self) -> bool:
+        """An append table without buckets (``bucket = -1``): its writers split the input, not buckets."""
+        return not self.primary_key and int(self.table_options().get("bucket", "-1")) < 0
+
+    def _validate_workers(self) -> None:
+        ingestion = self.ingestion
+        assert ingestion is not None
+        if ingestion.workers == 1:
+            return
+        if ingestion.workers < 1:
+            raise _fail(self.table, "ingestion.workers", f"must be at least 1, got {ingestion.workers}")
+        if ingestion.changes_of is not None or ingestion.commit_every_rows:
+            raise _fail(self.table, "ingestion.workers", "a fanned-out partition is one commit: drop changes_of "
+                        "or commit_every_rows, or keep workers at 1")
+        function = ingestion.resolved_function(self.table)
+        if self.bucketless_append and function is not None and \
+                SLICE_PARAMETER not in inspect.signature(function).parameters:
+            raise _fail(self.table, "ingestion.workers", f"the table has no buckets, so each write step needs its own "
+                        f"share of the input: give the function a parameter {SLICE_PARAMETER!r} (it receives the "
+                        "step's index and count), or keep workers at 1")
 
     def _validate_threshold(self, options: pc.TableOptions) -> None:
         """A sensor threshold below the picker's trigger would launch runs that find nothing to do."""
@@ -460,6 +500,8 @@ class PaimonTableSpec:
         if (compaction.interval_seconds is not None and compaction.interval_seconds < 1) or (
                 compaction.follow_seconds is not None and compaction.follow_seconds < 0):
             raise _fail(table, "compaction", "interval_seconds must be >= 1 and follow_seconds >= 0")
+        if compaction.buckets_per_step < 0:
+            raise _fail(table, "compaction.buckets_per_step", f"must be >= 0, got {compaction.buckets_per_step}")
         if not compaction.sensor and self.table_options().get("write-only") == "true":
             raise _fail(table, "compaction.sensor", "off for a write-only table: nothing would ever compact it")
 

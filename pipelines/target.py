@@ -44,6 +44,8 @@ class TableTarget:
     orphans_cron: str | None = DEFAULT_ORPHANS_CRON
     level0_threshold: int | None = None
     follow_seconds: int = 0
+    buckets_per_step: int = 0
+    commit_once: bool = False
 
     @property
     def name(self) -> str:
@@ -60,10 +62,14 @@ class TableTarget:
                 "partition_mapping": self.mapping.to_metadata() if self.mapping else "",
                 "expire_cron": self.expire_cron or "", "orphans_cron": self.orphans_cron or ""}
 
+    def fan_out(self) -> dict[str, Any]:
+        """How the table's compaction runs fan out (fields of the compaction configs)."""
+        return {"buckets_per_step": self.buckets_per_step, "commit_once": self.commit_once}
+
     def to_metadata(self) -> dg.MetadataValue:
         """The asset's ``paimon/target``: what a run launched with only ``table`` needs (JSON the
         UI shows as a tree: the partition mapping nested, not a string in a string)."""
-        data: dict[str, Any] = {**self.config(), "level0_threshold": self.level0_threshold,
+        data: dict[str, Any] = {**self.config(), **self.fan_out(), "level0_threshold": self.level0_threshold,
                                 "follow_seconds": self.follow_seconds}
         data["partition_mapping"] = json.loads(data["partition_mapping"]) if data["partition_mapping"] else None
         return dg.MetadataValue.json(data)
@@ -77,7 +83,9 @@ class TableTarget:
                             if mapping else None),
                    expire_cron=data.get("expire_cron") or None, orphans_cron=data.get("orphans_cron") or None,
                    level0_threshold=data.get("level0_threshold") or None,
-                   follow_seconds=int(data.get("follow_seconds") or 0))
+                   follow_seconds=int(data.get("follow_seconds") or 0),
+                   buckets_per_step=int(data.get("buckets_per_step") or 0),
+                   commit_once=bool(data.get("commit_once") or False))
 
     @classmethod
     def from_metadata(cls, raw: Any) -> "TableTarget | None":

@@ -22,7 +22,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -208,8 +208,9 @@ class LandingLocation:
         return grouped
 
     def read(self, partition_key: str | None, schema: pa.Schema, *, table: str,
-             values: Mapping[str, str] = _EMPTY, fill: Mapping[str, str] = _EMPTY) -> Iterator[pa.RecordBatch]:
-        """Stream every file of the partition as batches shaped to ``schema``.
+             values: Mapping[str, str] = _EMPTY, fill: Mapping[str, str] = _EMPTY,
+             only: Collection[str] | None = None) -> Iterator[pa.RecordBatch]:
+        """Stream every file of the partition (or the ``only`` paths of it) as batches shaped to ``schema``.
 
         Each batch has exactly ``schema``'s columns, in its order: a column the file lacks is null
         (an error if the field is NOT NULL), columns the table does not know are not read, and
@@ -236,6 +237,12 @@ class LandingLocation:
         if not landed:
             hint = " (it is a folder: add /* or /**)" if fs.isdir(_strip(fs, pattern)) else ""
             raise LandingError(f"no files match {pattern}{hint} for partition {partition_key} of table {table}")
+        if only is not None:  # one write step's share, as its run planned it
+            gone = sorted(set(only) - {f.path for f in landed})
+            if gone:
+                raise LandingError(f"landed file {gone[0]} of partition {partition_key} of table {table} is gone "
+                                   "since the run planned; re-run the partition")
+            landed = [f for f in landed if f.path in only]
         formats = [self._format_of(f.path, table) for f in landed]  # a stray file fails before any row
         return self._batches(fs, list(zip(landed, formats)), schema, constants, table)
 

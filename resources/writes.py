@@ -209,6 +209,21 @@ def _partition_scalar(value: str, arrow_type: pa.DataType, table: pc.Table, colu
 # ---- the write ---------------------------------------------------------------------------
 
 
+def check_write(table: pc.Table, mode: str, partition: Mapping[str, str]) -> pc.TableSchema:
+    """Refuse a mode the table cannot take or a partition of columns it does not partition by."""
+    if mode not in WRITE_MODES:
+        raise OptionError(f"table {table.name}: write mode {mode!r} is not one of {', '.join(WRITE_MODES)}")
+    schema = table.schema
+    if mode == "upsert" and not schema.primary_keys:
+        raise UnsupportedFeatureError(f"table {table.name} has no primary key, so it cannot be upserted into; "
+                                      "use append or overwrite")
+    unknown = [key for key in partition if key not in schema.partition_keys]
+    if unknown:
+        raise SchemaError(f"table {table.name}: {unknown} of partition {dict(partition)} are not partition "
+                          f"keys {list(schema.partition_keys)}")
+    return schema
+
+
 def write_partition(table: pc.Table, data: Any, *, mode: str, partition: Mapping[str, str],
                     commit_user: str, properties: Mapping[str, str] | None = None,
                     commit_every_rows: int = 0) -> PaimonWrite:
@@ -235,19 +250,10 @@ def write_partition(table: pc.Table, data: Any, *, mode: str, partition: Mapping
         UnsupportedFeatureError: ``upsert`` into a table without a primary key.
         OptionError: an unknown ``mode``, or chunks of an overwrite.
     """
-    if mode not in WRITE_MODES:
-        raise OptionError(f"table {table.name}: write mode {mode!r} is not one of {', '.join(WRITE_MODES)}")
     if commit_every_rows < 0 or (commit_every_rows and mode == "overwrite"):
         raise OptionError(f"table {table.name}: commit_every_rows {commit_every_rows} needs append or upsert "
                           "(an overwrite replaces the partition in one commit) and a value >= 0")
-    schema = table.schema
-    if mode == "upsert" and not schema.primary_keys:
-        raise UnsupportedFeatureError(f"table {table.name} has no primary key, so it cannot be upserted into; "
-                                      "use append or overwrite")
-    unknown = [key for key in partition if key not in schema.partition_keys]
-    if unknown:
-        raise SchemaError(f"table {table.name}: {unknown} of partition {dict(partition)} are not partition "
-                          f"keys {list(schema.partition_keys)}")
+    schema = check_write(table, mode, partition)
     batches = as_batches(data, table=table.name)  # checks the type; reads nothing yet
     done, landed, final = landed_commits(table, commit_user)
     if final:

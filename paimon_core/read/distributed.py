@@ -11,7 +11,7 @@ through the table's merge engine, so a Dask DataFrame of a table holds exactly w
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 class SplitRead:
     """Reads one split on any worker: picklable, small, and free of the client's caches.
 
-    Implements Dask's ``DataFrameIOFunction`` protocol (``columns``, ``project_columns``) so
-    Dask's optimizer pushes a column selection down into the Parquet reads.
+    Called with ``columns=`` (as Dask's optimizer does when a frame's columns are selected), it
+    reads only those: the selection is pushed down into the Parquet reads.
     """
 
     file_io: FileIO
@@ -48,14 +48,12 @@ class SplitRead:
             self._table.append(Table(self.file_io, self.identifier, self.path))
         return self._table[0]
 
-    def read(self, split: DataSplit) -> pa.Table:
-        return self.table().read_split(split, list(self.columns) if self.columns is not None else None, self.filter)
+    def read(self, split: DataSplit, columns: Sequence[str] | None = None) -> pa.Table:
+        wanted = list(columns) if columns is not None else (list(self.columns) if self.columns is not None else None)
+        return self.table().read_split(split, wanted, self.filter)
 
-    def __call__(self, split: DataSplit) -> Any:
-        return self.read(split).to_pandas()
-
-    def project_columns(self, columns: Sequence[str]) -> SplitRead:
-        return replace(self, columns=tuple(columns), _table=[])
+    def __call__(self, split: DataSplit, columns: Sequence[str] | None = None) -> Any:
+        return self.read(split, columns).to_pandas()
 
     def __getstate__(self) -> dict[str, Any]:
         return {"file_io": self.file_io, "identifier": self.identifier, "path": self.path,

@@ -28,16 +28,11 @@ from paimon_core.errors import TableDefinitionError
 from pipelines.compaction import (
     COMPACTION_JOB,
     FULL_COMPACTION_JOB,
-    CompactionPlan,
-    FollowState,
     compaction_run_config,
     compaction_tags,
-    follow,
     full_compaction_run_config,
-    mapping_key,
-    needs_work,
-    plan_tasks,
 )
+from pipelines.compaction_tasks import CompactionPlan, FollowState, follow, mapping_key, needs_work, plan_tasks
 from pipelines.component import TableModel
 from pipelines.definitions import REPO_ROOT, load
 from pipelines.demo.log_events import SCHEMA as LOG_SCHEMA

@@ -16,8 +16,8 @@ import pyarrow as pa
 import pytest
 
 import paimon_core as pc
-from paimon_core.errors import CommitConflictError, CorruptMetadataError, SchemaError, UnsupportedFeatureError
 from paimon_core.binary_row import serialize_with_arity
+from paimon_core.errors import CommitConflictError, CorruptMetadataError, SchemaError, UnsupportedFeatureError
 from paimon_core.types import parse_type_string
 from tests.integration.conftest import files_under
 

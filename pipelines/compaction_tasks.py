@@ -1,0 +1,316 @@
+"""The tasks of a compaction run: planning them from the LSM shape, running one, following writers.
+
+A task is one partition's group of buckets. ``plan_tasks`` (pure: an LsmState in, tasks out)
+splits each partition needing work into groups of ``buckets_per_step`` buckets, so a run fans
+out over as many steps as the executor can run at once; each task either commits its own
+COMPACT snapshot or only prepares it for one commit at the end of the run.
+"""
+
+# No `from __future__ import annotations`: Dagster reads the context annotations as real types.
+
+import logging
+import re
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+import dagster as dg
+
+import paimon_core as pc
+from paimon_core.errors import CommitConflictError
+from pipelines.lsm import partition_spec
+from pipelines.target import TableTarget
+from resources.metadata import plottable
+
+log = logging.getLogger(__name__)
+
+# What a compaction observation charts in the asset's Plots (besides the LSM shape after it).
+PLOTTED = frozenset({"paimon/compaction/files_in", "paimon/compaction/files_out", "paimon/compaction/bytes_out",
+                     "paimon/compaction/changelog_rows"})
+# Attempts of one partition's compaction when a concurrent commit replaced its input files.
+CONFLICT_ATTEMPTS = 2
+# How often a following run looks at the table's shape (a few manifest reads each time).
+POLL_SECONDS = 0.5
+
+@dataclass(frozen=True, slots=True)
+class PartitionTask:
+    """One partition's buckets to compact (a step of the fan-out)."""
+
+    target: TableTarget
+    partition: str  # the path, "" for an unpartitioned table
+    buckets: tuple[int, ...]
+    full: bool
+    level0_files: tuple[int, ...]  # per bucket, when planned
+    commit: bool = True  # False: only prepare; the run commits every task at its end
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionCompaction(pc.BucketTotals):
+    """What compacting one partition did (plain values: it is an op output)."""
+
+    table: str
+    partition: str
+    snapshot_id: int | None
+    conflicts: int
+    skipped: bool  # every attempt conflicted; the next run picks it up
+    buckets: tuple[pc.BucketCompaction, ...]
+    duration_s: float
+    # commit_once: the task's prepared compaction (PreparedCommit bytes), until the run commits it
+    prepared: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionPlan:
+    """The table's shape when the run planned, and what the run was asked to do after."""
+
+    target: TableTarget
+    full: bool
+    snapshot_id: int | None
+    max_level0_files: int
+    debt_bytes: int
+    partitions: int
+    selected: tuple[str, ...] = ()  # the partitions configured (empty: all)
+    level0_threshold: int = 0
+    follow_seconds: int = 0
+    idle_seconds: int = 10
+    commit_once: bool = False
+
+
+# ---- planning -------------------------------------------------------------------------------
+
+
+def needs_work(bucket: pc.BucketState, *, full: bool, level0_threshold: int) -> bool:
+    """Whether a bucket is worth a compaction step.
+
+    Minor: the picker has work for it (``pending``) and it reached ``level0_threshold``. Full:
+    anything but a bucket that already is one file (one run at the max level, or one append file).
+    """
+    if full:
+        return bucket.files > 1 or (bucket.level0_files > 0 and len(bucket.level_files) > 1)
+    return bucket.pending is not None and bucket.level0_files >= level0_threshold
+
+
+def plan_tasks(state: pc.LsmState, target: TableTarget, *, full: bool, level0_threshold: int = 0,
+               buckets_per_step: int = 0, commit: bool = True) -> list[PartitionTask]:
+    """Tasks of the buckets needing work, partitions and buckets in order: one per partition, or
+    with ``buckets_per_step`` one per that many buckets of a partition (0: all of them)."""
+    by_partition: dict[str, list[pc.BucketState]] = {}
+    for bucket in state.buckets:
+        if needs_work(bucket, full=full, level0_threshold=level0_threshold):
+            by_partition.setdefault(bucket.partition, []).append(bucket)
+    tasks = []
+    for partition, buckets in sorted(by_partition.items()):
+        size = buckets_per_step or len(buckets)
+        for start in range(0, len(buckets), size):
+            group = buckets[start:start + size]
+            tasks.append(PartitionTask(target, partition, tuple(b.bucket for b in group), full,
+                                       tuple(b.level0_files for b in group), commit))
+    return tasks
+
+
+def mapping_key(index: int, partition: str) -> str:
+    """A DynamicOutput key (letters, digits, underscores) that still reads like the partition."""
+    return f"p{index}_{re.sub(r'[^A-Za-z0-9]+', '_', partition).strip('_')}"[:100]
+
+
+
+# ---- compacting -----------------------------------------------------------------------------
+
+
+def compact_task(table: pc.Table, task: PartitionTask, *, commit_user: str,
+                 attempts: int = CONFLICT_ATTEMPTS) -> tuple[pc.CompactionResult | None, int]:
+    """Compact one partition's buckets; on a conflict re-plan from the newer snapshot.
+
+    Returns the result (None when every attempt conflicted) and the conflicts met.
+    """
+    conflicts = 0
+    for _ in range(attempts):
+        try:
+            return table.compact(partitions=task.partition or None, buckets=task.buckets, full=task.full,
+                                 commit_user=commit_user), conflicts
+        except CommitConflictError as error:
+            conflicts += 1
+            log.warning("compaction of %s partition %r conflicted with a concurrent commit (%s); nothing "
+                        "was lost", table.name, task.partition, error)
+    return None, conflicts
+
+
+def buckets_table(buckets: tuple[pc.BucketCompaction, ...]) -> dg.MetadataValue:
+    columns = [("bucket", "int"), ("reason", "string"), ("output level", "int"), ("files in", "int"),
+               ("files out", "int"), ("files moved up", "int"), ("bytes in", "int"), ("bytes out", "int"),
+               ("changelog rows", "int"), ("files per level before", "string"), ("files per level after", "string")]
+    records = [dg.TableRecord({
+        "bucket": b.bucket, "reason": b.reason, "output level": b.output_level, "files in": b.files_in,
+        "files out": b.files_out, "files moved up": b.files_upgraded, "bytes in": b.bytes_in,
+        "bytes out": b.bytes_out, "changelog rows": b.changelog_rows,
+        "files per level before": "/".join(map(str, b.level_files_before)),
+        "files per level after": "/".join(map(str, b.level_files_after))}) for b in buckets]
+    return dg.MetadataValue.table(records=records, schema=dg.TableSchema(
+        columns=[dg.TableColumn(name, kind) for name, kind in columns]))
+
+
+def compaction_metadata(done: PartitionCompaction) -> dict[str, Any]:
+    return {
+        "paimon/compaction/table": done.table,
+        "paimon/compaction/partition": done.partition or "-",
+        "paimon/compaction/snapshot_id": str(done.snapshot_id) if done.snapshot_id is not None else "-",
+        "paimon/compaction/buckets_compacted": len(done.buckets),
+        "paimon/compaction/files_in": done.files_in,
+        "paimon/compaction/files_out": done.files_out,
+        "paimon/compaction/bytes_in": done.bytes_in,
+        "paimon/compaction/bytes_out": done.bytes_out,
+        "paimon/compaction/rows_in": sum(b.rows_in for b in done.buckets),
+        "paimon/compaction/rows_out": sum(b.rows_out for b in done.buckets),
+        "paimon/compaction/level0_files_before": sum(b.level_files_before[0] for b in done.buckets),
+        "paimon/compaction/level0_files_after": sum(b.level_files_after[0] for b in done.buckets),
+        # The changelog the compaction wrote (changelog-producer full-compaction: compactions
+        # into the max level, for the keys that changed there).
+        "paimon/compaction/changelog_rows": done.changelog_rows,
+        "paimon/compaction/changelog_files": sum(b.changelog_files for b in done.buckets),
+        "paimon/compaction/conflicts": done.conflicts,
+        "paimon/compaction/duration_s": round(done.duration_s, 3),
+        "paimon/compaction/buckets": buckets_table(done.buckets),
+    }
+
+
+def prepare_task(context: dg.OpExecutionContext, table: pc.Table, task: PartitionTask) -> PartitionCompaction:
+    """Rewrite one task's buckets without committing (the run commits every task at its end)."""
+    started = time.monotonic()
+    prepared = table.prepare_compaction(partitions=task.partition or None, buckets=task.buckets, full=task.full)
+    context.log.info(f"{task.target.table} partition {task.partition!r} buckets {list(task.buckets)}: prepared "
+                     f"{len(prepared.compactions)} bucket compaction(s), {prepared.files} new file(s), for the "
+                     "run's commit")
+    return PartitionCompaction(table=task.target.table, partition=task.partition, snapshot_id=None, conflicts=0,
+                               skipped=False, buckets=prepared.reports, duration_s=time.monotonic() - started,
+                               prepared=prepared.to_bytes() if not prepared.empty else None)
+
+
+def commit_tasks(context: dg.OpExecutionContext, table: pc.Table, target: TableTarget,
+                 done: list[PartitionCompaction]) -> list[PartitionCompaction]:
+    """Commit every task's prepared compaction as one COMPACT snapshot, exactly once per root run.
+
+    A conflict (another compaction or an overwrite replaced an input file) commits nothing and
+    removes the prepared files; the next run plans again.
+    """
+    prepared = [d.prepared for d in done if d.prepared is not None]
+    if not prepared:
+        return [replace(d, prepared=None) for d in done]
+    run = context.run
+    started = time.monotonic()
+    try:
+        outcome = table.commit(prepared, commit_user=f"dagster-{run.root_run_id or run.run_id}-compaction",
+                               commit_identifier=1)
+    except CommitConflictError as error:
+        context.log.warning(f"{table.name}: the run's compaction conflicted with a concurrent commit ({error}); "
+                            "nothing was committed, nothing lost; left for the next compaction run")
+        return [replace(d, prepared=None, skipped=d.prepared is not None, conflicts=d.conflicts + 1,
+                        buckets=() if d.prepared is not None else d.buckets) for d in done]
+    snapshot = outcome.compaction_snapshot
+    context.log.info(f"{table.name}: committed {len(prepared)} task(s) as COMPACT snapshot {snapshot} in "
+                     f"{time.monotonic() - started:.2f}s")
+    committed = [replace(d, prepared=None, snapshot_id=snapshot if d.prepared is not None else None) for d in done]
+    for task in committed:
+        if task.snapshot_id is not None:
+            observe(context, table, target, task)
+    return committed
+
+
+def observe(context: dg.OpExecutionContext, table: pc.Table, target: TableTarget, done: PartitionCompaction) -> None:
+    """Record a committed compaction on the table's asset (its partition, when they map)."""
+    context.log_event(dg.AssetObservation(
+        asset_key=target.asset_key, metadata=plottable(compaction_metadata(done), PLOTTED),
+        partition=target.partition_key(partition_spec(table, done.partition)),
+        description=f"COMPACT snapshot {done.snapshot_id} of partition {done.partition or '-'}"))
+
+
+def run_task(context: dg.OpExecutionContext, table: pc.Table, task: PartitionTask) -> PartitionCompaction:
+    """Compact one partition's buckets, log what happened and observe the table's asset."""
+    started = time.monotonic()
+    result, conflicts = compact_task(table, task, commit_user=f"dagster-{context.run_id}")
+    done = PartitionCompaction(
+        table=task.target.table, partition=task.partition,
+        snapshot_id=result.snapshot_id if result is not None else None, conflicts=conflicts,
+        skipped=result is None, buckets=result.buckets if result is not None else (),
+        duration_s=time.monotonic() - started)
+    if result is None:
+        context.log.warning(f"{task.target.table} partition {task.partition!r}: every attempt conflicted with a "
+                            "concurrent commit; left for the next compaction run")
+    elif result.snapshot_id is None:
+        context.log.info(f"{task.target.table} partition {task.partition!r}: nothing to compact any more")
+    else:
+        context.log.info(f"{task.target.table} partition {task.partition!r}: snapshot {result.snapshot_id}, "
+                         f"{done.files_in} files ({done.bytes_in:,} bytes) -> {done.files_out} files "
+                         f"({done.bytes_out:,} bytes), level-0 files per bucket "
+                         f"{[b.level_files_before[0] for b in done.buckets]} -> "
+                         f"{[b.level_files_after[0] for b in done.buckets]}"
+                         + (f", {done.changelog_rows:,} changelog rows" if done.changelog_rows else ""))
+    if done.snapshot_id is not None:
+        observe(context, table, task.target, done)
+    return done
+
+
+
+# ---- following ------------------------------------------------------------------------------
+
+
+@dataclass
+class FollowState:
+    """Bookkeeping of a follow loop: which snapshots are ours and when others last committed."""
+
+    last_seen: int
+    last_activity: float
+    own: set[int]
+
+    def observe(self, snapshot_id: int | None, now: float) -> None:
+        """Note the latest snapshot; a snapshot since the last one that is not ours is activity."""
+        if snapshot_id is None or snapshot_id <= self.last_seen:
+            return
+        if set(range(self.last_seen + 1, snapshot_id + 1)) - self.own:
+            self.last_activity = now
+        self.last_seen = snapshot_id
+
+
+def follow(context: dg.OpExecutionContext, table: pc.Table, plan: CompactionPlan,
+           first_pass: list[int], *, poll_seconds: float = POLL_SECONDS) -> dict[str, Any]:
+    """Keep compacting what the picker asks for until the deadline or until writers go idle.
+
+    Polls the selected partitions' shape (manifests only) every ``poll_seconds`` and compacts a
+    bucket as soon as it needs work, so level 0 stays near the compaction trigger however fast
+    the writers commit, as long as one compaction is faster than the commits it has to fold.
+    """
+    specs = list(plan.selected) or None
+    started = time.monotonic()
+    deadline = started + plan.follow_seconds
+    latest = table.latest_snapshot()
+    watch = FollowState(latest.id if latest is not None else 0, started, set(first_pass))
+    done: list[PartitionCompaction] = []
+    polls, max_level0 = 0, 0
+    stop = "deadline"
+    while (now := time.monotonic()) < deadline:
+        state = table.lsm_state(partitions=specs)
+        polls += 1
+        watch.observe(state.snapshot_id, now)
+        max_level0 = max(max_level0, state.max_level0_files)
+        progressed = False
+        for task in plan_tasks(state, plan.target, full=False, level0_threshold=plan.level0_threshold):
+            compacted = run_task(context, table, task)
+            done.append(compacted)
+            if compacted.snapshot_id is not None:
+                watch.own.add(compacted.snapshot_id)
+                progressed = True
+        if progressed:
+            continue  # look again at once: the writers did not wait
+        if now - watch.last_activity >= plan.idle_seconds:
+            stop = "idle"
+            break
+        time.sleep(poll_seconds)
+    snapshots = [c.snapshot_id for c in done if c.snapshot_id is not None]
+    summary = {"followed_s": round(time.monotonic() - started, 1), "stopped_by": stop, "polls": polls,
+               "compactions": len(snapshots), "max_level0_files_seen": max_level0,
+               "files_in": sum(c.files_in for c in done), "files_out": sum(c.files_out for c in done),
+               "bytes_in": sum(c.bytes_in for c in done), "bytes_out": sum(c.bytes_out for c in done),
+               "conflicts": sum(c.conflicts for c in done)}
+    context.log.info(f"{plan.target.table}: followed for {summary['followed_s']}s (stopped by {stop}), "
+                     f"{len(snapshots)} compaction(s), at most {max_level0} level-0 file(s) per bucket seen")
+    return summary
+

@@ -1,0 +1,166 @@
+"""Dagster steps as tasks on a Dask cluster, including the steps a fan-out creates at run time.
+
+``dagster-dask``'s ``dask_executor`` (0.29.27) plans every step before the run starts, so the
+write and compaction steps a ``DynamicOut`` maps at run time never run on it, it has no step
+retries, and it fails on current ``distributed`` (``client.submit`` walks its arguments, and
+Dagster's ``@record`` execution state refuses to be iterated). This executor is Dagster's own
+step-delegating executor (the one ``k8s_job_executor`` is built on: dynamic steps, retries,
+``max_concurrent``, tag limits, op concurrency pools) with a step handler that runs each step as
+a task on the user's Dask cluster. A task executes the step in the worker process, exactly as
+``dagster api execute_step`` would in a pod, and writes its events to the run's instance.
+
+Requirements, as for any executor whose steps leave the run's process: a persistent instance
+every worker reaches (one host: ``$DAGSTER_HOME``; several: Postgres), the code location
+importable on the workers, and an IO manager every worker reaches for step outputs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import dagster as dg
+from dagster._core.definitions.executor_definition import multiple_process_executor_requirements
+from dagster._core.events import DagsterEvent
+from dagster._core.execution.retries import RetryMode, get_retries_config
+from dagster._core.execution.tags import get_tag_concurrency_limits_config
+from dagster._core.executor.step_delegating import (
+    CheckStepHealthResult,
+    StepDelegatingExecutor,
+    StepHandler,
+    StepHandlerContext,
+)
+from dagster._grpc.types import ExecuteStepArgs
+from dagster_shared.serdes import deserialize_value, serialize_value
+
+log = logging.getLogger(__name__)
+
+
+def run_step(payload: str) -> str:
+    """Execute one step on a Dask worker (the body of ``dagster api execute_step``)."""
+    from dagster._cli.api import _execute_step_command_body
+
+    args = deserialize_value(payload, ExecuteStepArgs)
+    with dg.DagsterInstance.from_ref(args.instance_ref) as instance:  # type: ignore[arg-type]
+        run = instance.get_run_by_id(args.run_id)
+        if run is None:
+            raise RuntimeError(f"run {args.run_id} not found in the instance the step was given")
+        for _ in _execute_step_command_body(args, instance, run):
+            pass  # the events are in the instance's event log, where the executor reads them
+    return ",".join(args.step_keys_to_execute or [])
+
+
+class DaskStepHandler(StepHandler):
+    """Launches steps as Dask tasks and reports a task that failed or vanished as unhealthy."""
+
+    def __init__(self, address: str | None, local: dict[str, Any] | None) -> None:
+        self.address = address
+        self.local = local
+        self._client: Any = None
+        self._cluster: Any = None
+        self._futures: dict[str, Any] = {}
+
+    @property
+    def name(self) -> str:
+        return "DaskStepHandler"
+
+    def client(self) -> Any:
+        if self._client is None:
+            from distributed import Client, LocalCluster
+
+            if self.address is None:
+                self._cluster = LocalCluster(**(self.local or {}))
+            self._client = Client(self.address or self._cluster)
+        return self._client
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+        if self._cluster is not None:
+            self._cluster.close()
+        self._client = self._cluster = None
+
+    @staticmethod
+    def _step_key(context: StepHandlerContext) -> str:
+        keys = context.execute_step_args.step_keys_to_execute or []
+        if len(keys) != 1:
+            raise dg.DagsterInvariantViolationError(f"a Dask task runs one step, was asked for {keys}")
+        return keys[0]
+
+    def _task_key(self, context: StepHandlerContext) -> str:
+        args = context.execute_step_args
+        attempt = args.known_state.get_retry_state().get_attempt_count(self._step_key(context)) \
+            if args.known_state else 0
+        return f"dagster-{args.run_id}-{self._step_key(context)}-{attempt}"
+
+    def launch_step(self, step_handler_context: StepHandlerContext) -> Iterator[DagsterEvent]:
+        step_key = self._step_key(step_handler_context)
+        task = self._task_key(step_handler_context)
+        payload = serialize_value(step_handler_context.execute_step_args)
+        self._futures[task] = self.client().submit(run_step, payload, key=task, pure=False, retries=0)
+        yield DagsterEvent.step_worker_starting(
+            step_handler_context.get_step_context(step_key),
+            message=f'Executing step "{step_key}" as Dask task {task}.',
+            metadata={"Dask task": dg.MetadataValue.text(task),
+                      "Dask scheduler": dg.MetadataValue.text(str(self.client().scheduler.address))})
+
+    def check_step_health(self, step_handler_context: StepHandlerContext) -> CheckStepHealthResult:
+        task = self._task_key(step_handler_context)
+        future = self._futures.get(task)
+        if future is None:
+            return CheckStepHealthResult.unhealthy(f"Dask task {task} is unknown to this run's executor")
+        if future.status in ("error", "cancelled", "lost"):
+            reason = future.exception() if future.status == "error" else future.status
+            return CheckStepHealthResult.unhealthy(f"Dask task {task}: {reason}")
+        return CheckStepHealthResult.healthy()
+
+    def terminate_step(self, step_handler_context: StepHandlerContext) -> Iterator[DagsterEvent]:
+        task = self._task_key(step_handler_context)
+        future = self._futures.pop(task, None)
+        if future is not None:
+            future.cancel()
+        yield from ()
+
+
+class DaskExecutor(StepDelegatingExecutor):
+    """The step-delegating executor that closes its Dask client (and local cluster) after the run."""
+
+    def __init__(self, handler: DaskStepHandler, **kwargs: Any) -> None:
+        super().__init__(handler, **kwargs)
+        self.handler = handler
+
+    def execute(self, plan_context: Any, execution_plan: Any) -> Any:
+        try:
+            yield from super().execute(plan_context, execution_plan)
+        finally:
+            self.handler.close()
+
+
+@dg.executor(
+    name="paimon_dask",
+    config_schema={
+        "cluster": dg.Field(dg.Selector({
+            "existing": dg.Field({"address": dg.Field(dg.StringSource, description="The scheduler, tcp://host:8786")}),
+            "local": dg.Field(dg.Permissive(), description="A distributed.LocalCluster started for the run "
+                              "(its keyword arguments, e.g. n_workers)."),
+        }), is_required=False, default_value={"local": {}}, description="The Dask cluster the steps run on."),
+        "max_concurrent": dg.Field(dg.IntSource, is_required=False,
+                                   description="At most this many steps at once (default: no limit)."),
+        "tag_concurrency_limits": get_tag_concurrency_limits_config(),
+        "retries": get_retries_config(),
+        "sleep_seconds": dg.Field(float, is_required=False, default_value=0.2,
+                                  description="How often the executor looks at the event log for step events."),
+    },
+    requirements=multiple_process_executor_requirements(),
+)
+def dask_executor(init_context: dg.InitExecutorContext) -> dg.Executor:
+    """Run each step as a task on a Dask cluster (``cluster: {existing: {address: ...}}``)."""
+    config: dict[str, Any] = dict(init_context.executor_config)
+    ((kind, cluster),) = dict(config["cluster"]).items()
+    handler = DaskStepHandler(cluster["address"] if kind == "existing" else None,
+                              dict(cluster) if kind == "local" else None)
+    return DaskExecutor(handler, retries=RetryMode.from_config(config["retries"]),
+                        max_concurrent=config.get("max_concurrent"),
+                        tag_concurrency_limits=config.get("tag_concurrency_limits"),
+                        sleep_seconds=config["sleep_seconds"], check_step_health_interval_seconds=1)

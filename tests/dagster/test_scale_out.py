@@ -1,0 +1,361 @@
+"""Scale-out on Dagster's executors: a partition written by many steps and committed once, compaction
+fanned out per group of buckets, and the same jobs on the multiprocess executor and on a Dask cluster
+(a ``distributed.LocalCluster`` of two worker processes on 127.0.0.1, started and stopped here).
+
+The jobs that run in other processes are reconstructable: ``scale_out_job`` builds the definitions
+from the environment (warehouse, write steps, executor), as a code location would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import paimon_core as pc
+from pipelines.compaction import compaction_tags, full_compaction_run_config
+from pipelines.factory import paimon_definitions
+from pipelines.fanout import IngestSlice, plan_slices
+from pipelines.ingestion import target_of
+from pipelines.spec import Column, Compaction, Ingestion, PaimonTableSpec, Partitions
+from resources.landing_location import LandedFile, LandingLocation
+
+ENV = "PAIMON_SCALE_OUT"  # JSON: warehouse, landing, workers, executor, executor_config, compaction
+DAYS = ("2024-03-01", "2024-03-02")
+ACCOUNTS, CLICKS = "cdc.accounts", "web.clicks"
+SORT = [("dt", "ascending"), ("id", "ascending")]
+
+
+def accounts_source(context: dg.AssetExecutionContext) -> pa.Table:
+    """A day of account changes: repeated keys, so the merge engine has work."""
+    day = context.partition_key
+    rng = np.random.default_rng(int(day.replace("-", "")))
+    n = 12_000
+    return pa.table({"id": pa.array(rng.integers(0, 8_000, n)), "v": pa.array(rng.integers(0, 1 << 30, n)),
+                     "name": pa.array([f"n{k}" for k in rng.integers(0, 500, n)])})
+
+
+def specs(settings: dict[str, Any]) -> list[PaimonTableSpec]:
+    workers = int(settings.get("workers", 1))
+    executor = settings.get("executor")
+    config = settings.get("executor_config") or {}
+    fan_out = settings.get("compaction", {})
+    daily = Partitions("daily", start="2024-03-01", end="2024-03-05")
+    return [
+        PaimonTableSpec(
+            table=ACCOUNTS, columns=(Column("dt", "STRING"), Column("id", "BIGINT"), Column("v", "BIGINT"),
+                                     Column("name", "STRING")),
+            primary_key=("dt", "id"), partition_keys=("dt",), partitions=daily,
+            options={"bucket": "4", "write-only": "true", "changelog-producer": "full-compaction"},
+            ingestion=Ingestion(mode="upsert", function=accounts_source, workers=workers, executor=executor,
+                                executor_config=config, retries=1, retry_delay_seconds=0.1),
+            compaction=Compaction(job="full", buckets_per_step=int(fan_out.get("buckets_per_step", 0)),
+                                  commit_once=bool(fan_out.get("commit_once", False)))),
+        PaimonTableSpec(
+            table=CLICKS, columns=(Column("dt", "STRING"), Column("id", "BIGINT"), Column("url", "STRING")),
+            partition_keys=("dt",), partitions=daily, options={"bucket": "-1", "write-only": "true"},
+            ingestion=Ingestion(mode="overwrite", workers=workers, executor=executor, executor_config=config,
+                                landing=LandingLocation(path=settings["landing"] + "/dt={partition}/*.parquet"))),
+    ]
+
+
+def scale_out_definitions(described: str | None = None) -> dg.Definitions:
+    settings = json.loads(described or os.environ[ENV])
+    executor = None
+    if settings.get("executor") == "dask":
+        from pipelines.dask_executor import dask_executor
+
+        executor = dask_executor.configured(settings["executor_config"])
+    return paimon_definitions(specs(settings), warehouse=settings["warehouse"], executor=executor)
+
+
+def scale_out_job(name: str, described: str | None = None) -> dg.JobDefinition:
+    """A job of the definitions ``described`` (JSON; default ``$PAIMON_SCALE_OUT``) gives; reconstructable
+    in other processes (Dask workers started before the test set its environment included)."""
+    return scale_out_definitions(described).resolve_job_def(name)
+
+
+def reconstructable(name: str, settings: dict[str, Any]) -> Any:
+    return dg.build_reconstructable_job(__name__, "scale_out_job", reconstructable_args=(name, json.dumps(settings)))
+
+
+def land_clicks(landing: Path, day: str, files: int = 5) -> None:
+    folder = landing / f"dt={day}"
+    folder.mkdir(parents=True, exist_ok=True)
+    for index in range(files):
+        rows = 1_000 * (index + 1)
+        ids = np.arange(index * 10_000, index * 10_000 + rows)
+        pq.write_table(pa.table({"id": pa.array(ids), "url": pa.array([f"/p/{i % 13}" for i in ids])}),
+                       folder / f"part-{index}.parquet")
+
+
+@pytest.fixture
+def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """``configure(**settings)`` points the definitions at a fresh warehouse of this test."""
+    landing = tmp_path / "landing"
+    for day in DAYS:
+        land_clicks(landing, day)
+
+    def configure(name: str = "warehouse", **settings: Any) -> dict[str, Any]:
+        values = {"warehouse": str(tmp_path / name), "landing": str(landing), **settings}
+        monkeypatch.setenv(ENV, json.dumps(values))
+        return values
+
+    yield configure
+
+
+def materialize(job: str, day: str, instance: dg.DagsterInstance, **run: Any) -> dg.ExecuteInProcessResult:
+    return scale_out_job(job).execute_in_process(partition_key=day, instance=instance, **run)
+
+
+def table(settings: dict[str, Any], name: str) -> pc.Table:
+    return pc.Catalog(settings["warehouse"]).get_table(name)
+
+
+def placement(t: pc.Table) -> list[tuple[str, int, int, int, int, int]]:
+    return sorted((str(s.partition), s.bucket, f.level, f.row_count, f.min_sequence_number, f.max_sequence_number)
+                  for s in t.plan() for f in s.files)
+
+
+def metadata_of(result: Any, key: dg.AssetKey) -> dict[str, Any]:
+    [materialization] = [e.event_specific_data.materialization for e in result.all_events
+                         if e.event_type_value == "ASSET_MATERIALIZATION"
+                         and e.event_specific_data.materialization.asset_key == key]
+    return {k: getattr(v, "value", v) for k, v in materialization.metadata.items()}
+
+
+# ---- planning (pure) ------------------------------------------------------------------------------
+
+
+def test_plan_slices_balances_files_and_shards_buckets() -> None:
+    files = [LandedFile(f"f{i}", size, "") for i, size in enumerate([50, 10, 40, 30, 20, 5])]
+    slices = plan_slices(3, sharded=False, files=files)
+    assert [s.files for s in slices] == [("f0", "f5"), ("f1", "f2"), ("f3", "f4")]  # loads 55, 50, 50
+    assert plan_slices(8, sharded=False, files=files[:2]) == [IngestSlice(0, 2, False, ("f0",)),
+                                                             IngestSlice(1, 2, False, ("f1",))]
+    assert plan_slices(3, sharded=True, files=None) == [IngestSlice(i, 3, True) for i in range(3)]
+
+
+# ---- in-process: one snapshot per partition whatever the steps -------------------------------------
+
+
+@pytest.mark.parametrize("workers", [2, 4])
+def test_fanned_out_ingestion_makes_the_table_one_step_makes(setup: Any, instance: dg.DagsterInstance,
+                                                             workers: int) -> None:
+    single = setup("single", workers=1)
+    for day in DAYS:
+        for job in ("ingest_cdc_accounts_job", "ingest_web_clicks_job"):
+            materialize(job, day, instance)
+    fanned = setup("fanned", workers=workers)
+    for day in DAYS:
+        result = materialize("ingest_cdc_accounts_job", day, instance)
+        metadata = metadata_of(result, dg.AssetKey(["cdc", "accounts"]))
+        assert int(metadata["paimon/ingest/write_steps"]) == workers
+        clicks = materialize("ingest_web_clicks_job", day, instance)
+        assert int(metadata_of(clicks, dg.AssetKey(["web", "clicks"]))["paimon/ingest/write_steps"]) == min(workers, 5)
+    for name in (ACCOUNTS, CLICKS):
+        one, many = table(single, name), table(fanned, name)
+        assert len(many.snapshots()) == len(DAYS)  # one snapshot per partition run
+        keys = SORT if name == ACCOUNTS else [*SORT, ("url", "ascending")]
+        assert many.read().sort_by(keys).equals(one.read().sort_by(keys))
+    assert placement(table(fanned, ACCOUNTS)) == placement(table(single, ACCOUNTS))
+
+
+def test_rerunning_a_partition_run_commits_nothing_twice(setup: Any, instance: dg.DagsterInstance) -> None:
+    settings = setup(workers=3)
+    job = reconstructable("ingest_cdc_accounts_job", settings)
+    tags = {"dagster/partition": DAYS[0]}
+    with dg.execute_job(job, instance=instance, tags=tags) as first:
+        assert first.success
+    with dg.execute_job(job, instance=instance, tags=tags, reexecution_options=dg.ReexecutionOptions(
+            parent_run_id=first.run_id)) as again:  # every step again
+        assert again.success
+        metadata = metadata_of(again, dg.AssetKey(["cdc", "accounts"]))
+    assert str(metadata["paimon/ingest/reused_commit"]).lower() == "true"
+    accounts = table(settings, ACCOUNTS)
+    assert len(accounts.snapshots()) == 1
+    # with a cut-off after now every unreachable file is listed: the rerun wrote none
+    assert accounts.remove_orphan_files(older_than=2**62, force=True).orphans == ()
+
+
+def test_a_retried_write_step_rewrites_only_its_own_files(setup: Any, instance: dg.DagsterInstance,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = setup(workers=2)
+    from resources import write_shares
+
+    real = write_shares.prepare_share
+    attempts: list[int] = []
+
+    def failing_once(t: pc.Table, data: Any, **kwargs: Any) -> Any:
+        attempts.append(kwargs["index"])
+        if kwargs["index"] == 1 and attempts.count(1) == 1:
+            real(t, data, **kwargs)  # its files are written, then the step dies before handing them on
+            raise OSError("connection reset while writing")
+        return real(t, data, **kwargs)
+
+    monkeypatch.setattr("pipelines.fanout.prepare_share", failing_once)
+    result = materialize("ingest_cdc_accounts_job", DAYS[0], instance)
+    assert result.success and sorted(attempts) == [0, 1, 1]
+    accounts = table(settings, ACCOUNTS)
+    assert len(accounts.snapshots()) == 1
+    reference = setup("reference", workers=1)
+    materialize("ingest_cdc_accounts_job", DAYS[0], instance)
+    assert accounts.read().sort_by(SORT).equals(table(reference, ACCOUNTS).read().sort_by(SORT))
+    # the failed attempt's files are reachable from no snapshot: orphan cleanup reclaims them
+    orphans = accounts.remove_orphan_files(older_than=2**62, force=True, dry_run=False)
+    assert len(orphans.orphans) >= 1 and all(".parquet" in p for p in orphans.orphans)
+    assert accounts.read().sort_by(SORT).equals(table(reference, ACCOUNTS).read().sort_by(SORT))
+
+
+@pytest.mark.parametrize("commit_once", [False, True])
+def test_compaction_fans_out_per_group_of_buckets(setup: Any, instance: dg.DagsterInstance,
+                                                  commit_once: bool) -> None:
+    reference = setup("reference")
+    for day in DAYS:
+        materialize("ingest_cdc_accounts_job", day, instance)
+    target = target_of(specs(reference)[0])
+    scale_out_job("paimon_full_compaction_job").execute_in_process(
+        instance=instance, run_config=full_compaction_run_config(target), tags=compaction_tags(ACCOUNTS))
+    settings = setup("fanned", compaction={"buckets_per_step": 1, "commit_once": commit_once})
+    for day in DAYS:
+        materialize("ingest_cdc_accounts_job", day, instance)
+    target = target_of(specs(settings)[0])
+    result = scale_out_job("paimon_full_compaction_job").execute_in_process(
+        instance=instance, run_config=full_compaction_run_config(target), tags=compaction_tags(ACCOUNTS))
+    steps = [e.step_key for e in result.all_events if e.event_type_value == "STEP_SUCCESS"
+             and e.step_key.startswith("compact_partition")]
+    assert len(steps) == 8  # 2 partitions x 4 buckets
+    one, many = table(reference, ACCOUNTS), table(settings, ACCOUNTS)
+    kinds = [s.commit_kind for s in many.snapshots()]
+    assert kinds == ["APPEND", "APPEND", *(["COMPACT"] if commit_once else ["COMPACT"] * 8)]
+    assert many.read().sort_by(SORT).equals(one.read().sort_by(SORT))
+    assert placement(many) == placement(one)
+    order = [*SORT, (pc.ROW_KIND, "ascending")]
+    assert many.read_changes(2, None).sort_by(order).equals(one.read_changes(2, None).sort_by(order))
+    report = result.output_for_node("report_compaction")
+    assert report["steps"] == 8 and report["partitions_compacted"] == 2
+
+
+# ---- other executors ----------------------------------------------------------------------------------
+
+
+def test_multiprocess_executor_runs_the_write_steps_in_processes(setup: Any, instance: dg.DagsterInstance) -> None:
+    reference = setup("reference", workers=1)
+    materialize("ingest_cdc_accounts_job", DAYS[0], instance)
+    settings = setup(workers=2, executor="multiprocess", executor_config={"max_concurrent": 2})
+    job = reconstructable("ingest_cdc_accounts_job", settings)
+    with dg.execute_job(job, instance=instance, tags={"dagster/partition": DAYS[0]}) as result:
+        assert result.success
+        pids = {e.pid for e in result.all_events if e.event_type_value == "STEP_START"}
+    assert len(pids) >= 3 and os.getpid() not in pids  # plan, 2 writes, commit: each its own process
+    accounts = table(settings, ACCOUNTS)
+    assert len(accounts.snapshots()) == 1
+    assert accounts.read().sort_by(SORT).equals(table(reference, ACCOUNTS).read().sort_by(SORT))
+
+
+@pytest.fixture(scope="module")
+def dask_cluster() -> Iterator[Any]:
+    """Two worker processes on loopback; the workers import this repository's packages."""
+    distributed = pytest.importorskip("distributed")
+    root = str(Path(__file__).resolve().parents[2])
+    previous = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = root + (os.pathsep + previous if previous else "")
+    try:
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                      dashboard_address=None, protocol="tcp") as cluster:
+            yield cluster
+    finally:
+        if previous is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = previous
+
+
+def test_dask_executor_writes_compacts_and_reads_on_the_cluster(setup: Any, instance: dg.DagsterInstance,
+                                                                dask_cluster: Any) -> None:
+    reference = setup("reference", workers=1)
+    for day in DAYS:
+        materialize("ingest_cdc_accounts_job", day, instance)
+        materialize("ingest_web_clicks_job", day, instance)
+    config = {"cluster": {"existing": {"address": dask_cluster.scheduler_address}}}
+    settings = setup(workers=2, executor="dask", executor_config=config,
+                     compaction={"buckets_per_step": 2, "commit_once": True})
+    from distributed import Client
+
+    with Client(dask_cluster) as client:
+        worker_pids = set(client.run(os.getpid).values())
+    assert len(worker_pids) == 2
+    step_pids: set[int] = set()
+    for name in ("ingest_cdc_accounts_job", "ingest_web_clicks_job"):
+        job = reconstructable(name, settings)
+        for day in DAYS:
+            with dg.execute_job(job, instance=instance, tags={"dagster/partition": day}) as result:
+                assert result.success
+                step_pids |= {e.pid for e in result.all_events if e.event_type_value == "STEP_START"}
+    compaction = reconstructable("paimon_full_compaction_job", settings)
+    target = target_of(specs(settings)[0])
+    with dg.execute_job(compaction, instance=instance, run_config=full_compaction_run_config(target),
+                        tags=compaction_tags(ACCOUNTS)) as result:
+        assert result.success
+        step_pids |= {e.pid for e in result.all_events if e.event_type_value == "STEP_START"}
+    assert step_pids == worker_pids  # every step ran on the cluster's two workers
+    accounts, clicks = table(settings, ACCOUNTS), table(settings, CLICKS)
+    assert [s.commit_kind for s in accounts.snapshots()] == ["APPEND", "APPEND", "COMPACT"]
+    assert accounts.read().sort_by(SORT).equals(table(reference, ACCOUNTS).read().sort_by(SORT))
+    keys = [*SORT, ("url", "ascending")]
+    assert clicks.read().sort_by(keys).equals(table(reference, CLICKS).read().sort_by(keys))
+
+    # the tables read back as Dask DataFrames on the same cluster, pruned by partition and column
+    with Client(dask_cluster) as client:
+        frame = accounts.to_dask(columns=["id", "v"], filter=[("dt", "=", DAYS[1])])
+        assert frame.npartitions == len(accounts.plan(filter=[("dt", "=", DAYS[1])])) == 4
+        computed = client.compute(frame).result()
+        expected = accounts.read(columns=["id", "v"], filter=[("dt", "=", DAYS[1])]).to_pandas()
+        assert sorted(map(tuple, computed.to_numpy())) == sorted(map(tuple, expected.to_numpy()))
+        everything = client.compute(clicks.to_dask()[["id"]]).result()
+        assert sorted(everything["id"]) == sorted(clicks.read(columns=["id"]).column("id").to_pylist())
+
+
+def test_k8s_and_celery_executor_config_is_validated_when_definitions_load(setup: Any) -> None:
+    k8s = {"job_namespace": "data", "env_secrets": ["paimon-s3"], "max_concurrent": 8,
+           "step_k8s_config": {"container_config": {"resources": {"limits": {"memory": "4Gi"}}}}}
+    setup(workers=4, executor="k8s", executor_config=k8s)
+    defs = scale_out_definitions()
+    executor = defs.resolve_job_def("ingest_cdc_accounts_job").executor_def
+    assert executor.name.startswith("k8s")
+    setup(workers=4, executor="celery", executor_config={"broker": {"env": "CELERY_BROKER_URL"}})
+    assert scale_out_definitions().resolve_job_def("ingest_web_clicks_job").executor_def.name.startswith("celery")
+    from paimon_core.errors import TableDefinitionError
+
+    setup(workers=4, executor="k8s", executor_config={"job_namespac": "data"})
+    with pytest.raises(TableDefinitionError, match=r'ingestion.executor_config is not valid for k8s.*"job_namespac"'):
+        scale_out_definitions()
+    setup(workers=4, executor="kubernetes")
+    with pytest.raises(TableDefinitionError, match="'kubernetes' is not one of in_process, multiprocess, dask"):
+        scale_out_definitions()
+
+
+def test_fan_out_declarations_are_checked() -> None:
+    from paimon_core.errors import TableDefinitionError
+
+    def no_slice(context: Any) -> pa.Table:
+        return pa.table({"id": [1]})
+
+    with pytest.raises(TableDefinitionError, match="give the function a parameter 'ingest_slice'"):
+        PaimonTableSpec(table="web.raw", columns=(Column("id", "BIGINT"),), options={"bucket": "-1"},
+                        ingestion=Ingestion(mode="append", function=no_slice, workers=2))
+    with pytest.raises(TableDefinitionError, match="ingestion.workers"):
+        PaimonTableSpec(table="web.raw", columns=(Column("id", "BIGINT"),), primary_key=("id",),
+                        options={"bucket": "2"}, ingestion=Ingestion(mode="upsert", function=no_slice, workers=0))
+    with pytest.raises(TableDefinitionError, match="commit_every_rows"):
+        PaimonTableSpec(table="web.raw", columns=(Column("id", "BIGINT"),), primary_key=("id",),
+                        options={"bucket": "2"},
+                        ingestion=Ingestion(mode="upsert", function=no_slice, workers=2, commit_every_rows=10))
