@@ -10,6 +10,7 @@ COMPACT snapshot or only prepares it for one commit at the end of the run.
 
 import logging
 import re
+import resource
 import time
 from dataclasses import dataclass, replace
 from typing import Any
@@ -57,6 +58,7 @@ class PartitionCompaction(pc.BucketTotals):
     duration_s: float
     # commit_once: the task's prepared compaction (PreparedCommit bytes), until the run commits it
     prepared: bytes | None = None
+    peak_rss_mib: float = 0.0  # of the process the step ran in, when it finished
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,20 +171,45 @@ def compaction_metadata(done: PartitionCompaction) -> dict[str, Any]:
         "paimon/compaction/changelog_files": sum(b.changelog_files for b in done.buckets),
         "paimon/compaction/conflicts": done.conflicts,
         "paimon/compaction/duration_s": round(done.duration_s, 3),
+        "paimon/compaction/peak_rss_mib": done.peak_rss_mib,
         "paimon/compaction/buckets": buckets_table(done.buckets),
     }
+
+
+def reset_peak_rss() -> None:
+    """Start measuring this process's peak resident memory anew (Linux: ``clear_refs`` 5), so a
+    step in a long-lived or forked worker reports its own peak, not its parent's or an earlier step's."""
+    try:
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")
+    except OSError:
+        pass  # elsewhere the peak is the process's since it started
+
+
+def peak_rss_mib() -> float:
+    """The peak resident memory of this process since :func:`reset_peak_rss` (Linux ``VmHWM``)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)  # Linux reports KiB
 
 
 def prepare_task(context: dg.OpExecutionContext, table: pc.Table, task: PartitionTask) -> PartitionCompaction:
     """Rewrite one task's buckets without committing (the run commits every task at its end)."""
     started = time.monotonic()
+    reset_peak_rss()
     prepared = table.prepare_compaction(partitions=task.partition or None, buckets=task.buckets, full=task.full)
     context.log.info(f"{task.target.table} partition {task.partition!r} buckets {list(task.buckets)}: prepared "
                      f"{len(prepared.compactions)} bucket compaction(s), {prepared.files} new file(s), for the "
                      "run's commit")
     return PartitionCompaction(table=task.target.table, partition=task.partition, snapshot_id=None, conflicts=0,
                                skipped=False, buckets=prepared.reports, duration_s=time.monotonic() - started,
-                               prepared=prepared.to_bytes() if not prepared.empty else None)
+                               prepared=prepared.to_bytes() if not prepared.empty else None,
+                               peak_rss_mib=peak_rss_mib())
 
 
 def commit_tasks(context: dg.OpExecutionContext, table: pc.Table, target: TableTarget,
@@ -226,12 +253,13 @@ def observe(context: dg.OpExecutionContext, table: pc.Table, target: TableTarget
 def run_task(context: dg.OpExecutionContext, table: pc.Table, task: PartitionTask) -> PartitionCompaction:
     """Compact one partition's buckets, log what happened and observe the table's asset."""
     started = time.monotonic()
+    reset_peak_rss()
     result, conflicts = compact_task(table, task, commit_user=f"dagster-{context.run_id}")
     done = PartitionCompaction(
         table=task.target.table, partition=task.partition,
         snapshot_id=result.snapshot_id if result is not None else None, conflicts=conflicts,
         skipped=result is None, buckets=result.buckets if result is not None else (),
-        duration_s=time.monotonic() - started)
+        duration_s=time.monotonic() - started, peak_rss_mib=peak_rss_mib())
     if result is None:
         context.log.warning(f"{task.target.table} partition {task.partition!r}: every attempt conflicted with a "
                             "concurrent commit; left for the next compaction run")

@@ -34,6 +34,7 @@ import dagster as dg
 from pydantic import Field
 
 from paimon_core.errors import TableDefinitionError
+from pipelines.executors import executor_named
 from pipelines.factory import paimon_definitions
 from pipelines.spec import Column, Compaction, DataChecks, Ingestion, Input, Maintenance, PaimonTableSpec, Partitions
 from resources.landing_location import LandingLocation
@@ -207,6 +208,9 @@ class PaimonTables(dg.Component, dg.Model, dg.Resolvable):
                            "(s3://bucket/warehouse).")
     storage_options: dict[str, str] = Field(default={}, description="fsspec options of the warehouse "
                                             "(for S3: endpoint_url, key, secret ...); use {{ env.X }} for secrets.")
+    executor: str | None = Field(default=None, description="The executor of the compaction and maintenance jobs "
+                                 "and of tables naming none: in_process (default), multiprocess, dask, k8s, celery.")
+    executor_config: dict[str, Any] = Field(default={}, description="That executor's config (as in run config).")
     tables: list[TableModel]
 
     def specs(self) -> list[PaimonTableSpec]:
@@ -221,8 +225,10 @@ class PaimonTables(dg.Component, dg.Model, dg.Resolvable):
         return specs
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
+        executor = executor_named(self.executor, self.executor_config, table="(code location)", field="executor") \
+            if self.executor else None
         return paimon_definitions(self.specs(), warehouse=self.resolved_warehouse(context.project_root),
-                                  storage_options=self.storage_options)
+                                  storage_options=self.storage_options, executor=executor)
 
     def resolved_warehouse(self, project_root: Path) -> str:
         """A relative path is the project's: the webserver, daemon and run workers may start in

@@ -24,6 +24,7 @@ from typing import Any
 
 import dagster as dg
 
+from pipelines.compaction_tasks import peak_rss_mib, reset_peak_rss
 from pipelines.ingestion import (
     CATALOG_KEY,
     IO_MANAGER_KEY,
@@ -142,6 +143,7 @@ def _write_op(steps: _Steps) -> dg.OpDefinition:
         """Write this step's share of the partition into files; the commit step commits them."""
         key, values = _partition(context, spec)
         catalog: PaimonCatalogResource = getattr(context.resources, CATALOG_KEY)
+        reset_peak_rss()
         with permanent_failures(spec.table):
             table = catalog.table(spec.table)
             if function is not None:
@@ -156,7 +158,8 @@ def _write_op(steps: _Steps) -> dg.OpDefinition:
             share = prepare_share(table, data, mode=ingestion.mode, partition=values,
                                   commit_user=_user(context, spec, key), index=ingest_slice.index,
                                   count=ingest_slice.count, sharded=ingest_slice.sharded)
-        context.add_output_metadata({"rows": share.rows, "files": share.files, "seconds": round(share.seconds, 3)})
+        context.add_output_metadata({"rows": share.rows, "files": share.files, "seconds": round(share.seconds, 3),
+                                     "peak_rss_mib": peak_rss_mib()})
         return share
 
     return write_share

@@ -8,7 +8,6 @@ commit removed a file the compaction replaces; appends that only add files never
 from __future__ import annotations
 
 import logging
-import os
 import time
 import uuid
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -28,6 +27,7 @@ from paimon_core.manifest import DataFileMeta, IndexManifestEntry, ManifestEntry
 from paimon_core.read.merge_read import key_bounds
 from paimon_core.read.scan import DELETION_VECTORS, PartitionDecoder, deletion_files, live_entries, live_index_entries
 from paimon_core.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
+from paimon_core.threads import worker_threads
 from paimon_core.write.conform import internal_partition_spec
 from paimon_core.write.data_file import local_now_millis
 from paimon_core.write.message import CompactIncrement
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_THREADS = max(1, min(4, os.cpu_count() or 1))
+_THREADS = worker_threads()
 COMPACTION_PROPERTY = "paimon-dagster.compaction"  # "full" or "auto", stored in COMPACT snapshots
 
 # ``{column: value}``, or a partition path as lsm_state reports it (``dt=2024-01-01``)

@@ -8,7 +8,6 @@ bounded however much one commit carries.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -18,6 +17,7 @@ from paimon_core.fileio import FileIO
 from paimon_core.layout import TablePaths
 from paimon_core.options import TableOptions
 from paimon_core.schema import TableSchema
+from paimon_core.threads import worker_threads
 from paimon_core.types import arrow_schema
 from paimon_core.write.data_file import AppendContent, RollingFileWriter, SequenceCounter
 from paimon_core.write.flusher import Flusher
@@ -31,7 +31,7 @@ SequenceRestore = Callable[[bytes, int], int]
 # Rows are routed in slices of about this many bytes so one huge input table is not copied whole.
 _ROUTE_CHUNK_BYTES = 64 * 1024 * 1024
 # Files of different (partition, bucket)s are encoded concurrently (pyarrow releases the GIL).
-_ENCODE_THREADS = max(1, min(4, os.cpu_count() or 1))
+_ENCODE_THREADS = worker_threads()
 
 
 @dataclass(slots=True)

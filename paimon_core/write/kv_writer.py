@@ -10,7 +10,6 @@ pass, folded by the merge engine, and written as one sorted run of level-0 files
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from paimon_core.merge.sort import key_groups, merge_permutation
 from paimon_core.merge.sorted_runs import merge_sorted_runs
 from paimon_core.options import TableOptions
 from paimon_core.schema import TableSchema
+from paimon_core.threads import worker_threads
 from paimon_core.write.data_file import KeyValueContent, RollingFileWriter, write_coalesced
 from paimon_core.write.message import CommitMessage
 from paimon_core.write.routing import Partition
@@ -34,7 +34,7 @@ from paimon_core.write.spill import SpillFile
 log = logging.getLogger(__name__)
 
 # Buckets are merged and encoded concurrently at commit (pyarrow releases the GIL).
-_ENCODE_THREADS = max(1, min(4, os.cpu_count() or 1))
+_ENCODE_THREADS = worker_threads()
 
 
 class _InMemoryRun:

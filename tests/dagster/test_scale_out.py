@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -270,7 +271,7 @@ def dask_cluster() -> Iterator[Any]:
     os.environ["PYTHONPATH"] = root + (os.pathsep + previous if previous else "")
     try:
         with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                      dashboard_address=None, protocol="tcp") as cluster:
+                                      dashboard_address="127.0.0.1:0", protocol="tcp") as cluster:
             yield cluster
     finally:
         if previous is None:
@@ -359,3 +360,40 @@ def test_fan_out_declarations_are_checked() -> None:
         PaimonTableSpec(table="web.raw", columns=(Column("id", "BIGINT"),), primary_key=("id",),
                         options={"bucket": "2"},
                         ingestion=Ingestion(mode="upsert", function=no_slice, workers=2, commit_every_rows=10))
+
+
+def test_the_readme_kubernetes_code_location_loads_and_validates(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's k8s ``defs.yaml`` as a user would apply it: the project loads, the executors are
+    dagster-k8s's with the config checked against its schema, the fan-out is as declared."""
+    import re
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    [body] = re.findall(r"<!-- scale-out-example: k8s -->\n```yaml\n(.*?)```", readme, re.DOTALL)
+    project = tmp_path / "k8s_project"
+    (project / "k8s_project" / "defs" / "accounts").mkdir(parents=True)
+    (project / "pyproject.toml").write_text('[tool.dg]\ndirectory_type = "project"\n\n[tool.dg.project]\n'
+                                            'root_module = "k8s_project"\ndefs_module = "k8s_project.defs"\n')
+    for package in (project / "k8s_project", project / "k8s_project" / "defs"):
+        (package / "__init__.py").write_text("")
+    (project / "k8s_project" / "defs" / "accounts" / "defs.yaml").write_text(body)
+    monkeypatch.syspath_prepend(str(project))
+    try:
+        defs = dg.load_from_defs_folder(path_within_project=project)
+        ingest = defs.resolve_job_def("ingest_cdc_accounts_job")
+        assert ingest.executor_def.name == "k8s_cdc_accounts"
+        assert defs.resolve_job_def("paimon_full_compaction_job").executor_def.name.startswith("k8s")
+        steps = {node.name for node in defs.resolve_assets_def(dg.AssetKey(["cdc", "accounts"])).node_def.nodes}
+        assert steps == {"cdc_accounts_plan_writes", "cdc_accounts_write_share", "cdc_accounts_commit"}
+        broken = body.replace("job_namespace: data\n    env_secrets", "job_namespac: data\n    env_secrets")
+        (project / "k8s_project" / "defs" / "accounts" / "defs.yaml").write_text(broken)
+        with pytest.raises(Exception) as error:
+            dg.load_from_defs_folder(path_within_project=project)
+        causes, cause = [], error.value
+        while cause is not None:
+            causes.append(str(cause))
+            cause = cause.__cause__ or cause.__context__
+        assert any('is not valid for k8s: Received unexpected config entry "job_namespac"' in c for c in causes)
+    finally:
+        for module in [m for m in sys.modules if m.split(".")[0] == "k8s_project"]:
+            del sys.modules[module]

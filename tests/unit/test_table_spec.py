@@ -73,7 +73,7 @@ def test_an_arrow_schema_is_accepted_as_columns() -> None:
     ({"maintenance": Maintenance(retain_min=30, retain_max=10)}, "retain_min"),
     ({"checks": DataChecks(not_null=("nme",))}, "checks.not_null"),
     ({"asset_key": ("lake", "")}, "asset_key"),
-    ({"ingestion": Ingestion(mode="upsert", function=source, executor="dask")}, "ingestion.executor"),
+    ({"ingestion": Ingestion(mode="upsert", function=source, executor="kubernetes")}, "ingestion.executor"),
 ])
 def test_bad_declarations_name_the_table_and_the_field(changes: dict[str, Any], message: str) -> None:
     with pytest.raises(TableDefinitionError) as error:
