@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimon_core.commit import FileStoreCommit, Overwrite
+from paimon_core.commit import FileStoreCommit, IndexUpdate, Overwrite
 from paimon_core.compaction.compactor import CompactionResult, PartitionSpec, TableCompactor
 from paimon_core.compaction.state import LsmState
 from paimon_core.consumer import Consumer, ConsumerStore
@@ -57,6 +57,7 @@ from paimon_core.snapshot import BATCH_COMMIT_IDENTIFIER, ChangeHistory, Changel
 from paimon_core.tags import Tag, TagStore
 from paimon_core.write.append_writer import AppendWriter
 from paimon_core.write.conform import check_partition_values, conform, internal_partition_spec, iter_input
+from paimon_core.write.message import CommitMessage
 from paimon_core.write.prepared import CommitOutcome, PreparedCommit, commit_prepared
 from paimon_core.write.primary_key_sink import IndexState, PrimaryKeySink
 from paimon_core.write.shard import Shard, as_shard
@@ -751,17 +752,10 @@ class TableWrite:
                              self.commit_identifier, self.table.name, self.commit_user, done)
                     self.abort()
                     return done
-            index = None
-            if self._sink is not None:
-                messages, index = self._sink.prepare()
-            else:
-                assert self._appender is not None
-                messages = self._appender.prepare_commit()
-                self._appender.close()
         except BaseException:
             self.abort()
             raise
-        self._closed = True
+        messages, index = self._close_files()
         snapshot_id = committer.commit(messages, commit_identifier=self.commit_identifier,
                                        overwrite=self.overwrite, properties=self.properties, index=index)
         if snapshot_id is not None and self.compacts:
@@ -769,6 +763,22 @@ class TableWrite:
                                                     commit_user=self.commit_user,
                                                     commit_identifier=self.commit_identifier)
         return snapshot_id
+
+    def _close_files(self) -> tuple[list[CommitMessage], IndexUpdate | None]:
+        """Flush and close every file (and the dynamic-bucket index); the writer is closed after.
+        On a failure everything it wrote is deleted."""
+        try:
+            if self._sink is not None:
+                messages, index = self._sink.prepare()
+            else:
+                assert self._appender is not None
+                messages, index = self._appender.prepare_commit(), None
+                self._appender.close()
+        except BaseException:
+            self.abort()
+            raise
+        self._closed = True
+        return messages, index
 
     def prepare(self) -> PreparedCommit:
         """Close every file and hand over what was written, without committing (two-phase write).
@@ -779,24 +789,13 @@ class TableWrite:
         """
         if self._closed:
             raise SchemaError(f"this writer of table {self.table.name} is already closed")
-        try:
-            index_base: str | None = None
-            index_files: tuple[IndexManifestEntry, ...] = ()
-            if self._sink is not None:
-                messages, index = self._sink.prepare()
-                if index is not None:
-                    written = set(index.files)
-                    index_base = index.base_manifest
-                    index_files = tuple(e for e in index.entries
-                                        if self.table.paths.index_file(e.file_name) in written)
-            else:
-                assert self._appender is not None
-                messages = self._appender.prepare_commit()
-                self._appender.close()
-        except BaseException:
-            self.abort()
-            raise
-        self._closed = True
+        messages, index = self._close_files()
+        index_base: str | None = None
+        index_files: tuple[IndexManifestEntry, ...] = ()
+        if index is not None:  # a dynamic-bucket writer's new HASH files, and the index it started from
+            written = set(index.files)
+            index_base = index.base_manifest
+            index_files = tuple(e for e in index.entries if self.table.paths.index_file(e.file_name) in written)
         return PreparedCommit(self.table.name, self.schema.id, tuple(messages), index_base=index_base,
                               index_files=index_files, rows=self.rows_written)
 

@@ -261,3 +261,23 @@ def test_a_killed_writer_leaves_only_files_orphan_cleanup_reclaims(catalog: pc.C
     gone = {os.path.relpath(p.removeprefix("file://"), bucket_root) for p in removed.orphans}
     assert leftovers <= gone
     assert table.read().sort_by(KEYS).equals(reference.read().sort_by(KEYS))
+
+
+def test_split_reads_ship_small_and_read_anywhere(catalog: pc.Catalog) -> None:
+    """What a distributed read sends to a worker: the split and the table's location, no caches."""
+    import pickle
+
+    from paimon_core.read.distributed import split_read
+
+    table = pk_table(catalog, "t")
+    table.commit(sharded_write(table, [rows(5_000)], 2))
+    table.read()  # warm the client's caches: none of it may travel
+    reader = split_read(table, ["id", "v"], [("dt", "=", "2024-01-02")])
+    splits = table.plan(filter=[("dt", "=", "2024-01-02")])
+    assert splits and all(s.partition_values == ("2024-01-02",) for s in splits)
+    shipped = pickle.dumps(reader)
+    assert len(shipped) < 2_000 and max(len(pickle.dumps(s)) for s in splits) < 4_000
+    remote = pickle.loads(shipped)
+    got = pa.concat_tables([remote.read(s) for s in splits]).sort_by("id")
+    assert got.equals(table.read(columns=["id", "v"], filter=[("dt", "=", "2024-01-02")]).sort_by("id"))
+    assert remote(splits[0], columns=["v"]).columns.tolist() == ["v"]  # a column selection pushed down

@@ -57,17 +57,12 @@ def fanned_tables(warehouse: Path) -> tuple[pc.Table, pc.Table]:
     return pk, logs
 
 
-def test_pypaimon_reads_fanned_out_writes_and_compactions(tmp_path: Path, oracle: Oracle) -> None:
+@pytest.mark.parametrize("reader", ["oracle", "java_oracle"])
+def test_pypaimon_and_java_read_fanned_out_writes_and_compactions(tmp_path: Path, reader: str,
+                                                                  request: pytest.FixtureRequest) -> None:
+    oracle: Oracle | JavaOracle = request.getfixturevalue(reader)
     for table in fanned_tables(tmp_path):
         ids = [s.id for s in table.snapshots()]
         theirs = oracle.read_snapshots(tmp_path, table.name, ids)
-        for sid in ids:
-            assert canonical(theirs[sid]) == canonical(table.read(snapshot_id=sid)), f"{table.name} snapshot {sid}"
-
-
-def test_java_paimon_reads_fanned_out_writes_and_compactions(tmp_path: Path, java_oracle: JavaOracle) -> None:
-    for table in fanned_tables(tmp_path):
-        ids = [s.id for s in table.snapshots()]
-        theirs = java_oracle.read_snapshots(tmp_path, table.name, ids)
         for sid in ids:
             assert canonical(theirs[sid]) == canonical(table.read(snapshot_id=sid)), f"{table.name} snapshot {sid}"
