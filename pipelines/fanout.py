@@ -37,7 +37,8 @@ from pipelines.ingestion import (
     receipt_output,
     resource_parameters,
 )
-from pipelines.spec import SLICE_PARAMETER, PaimonTableSpec
+from pipelines.spec import PaimonTableSpec
+from pipelines.spec_checks import SLICE_PARAMETER
 from resources import PaimonCatalogResource, PaimonWrite, commit_user_for
 from resources.landing_location import LandedFile
 from resources.write_shares import WriteShare, commit_shares, prepare_share

@@ -10,7 +10,6 @@ ways of declaring a table are checked by the same code when definitions load, wi
 from __future__ import annotations
 
 import importlib
-import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -20,34 +19,31 @@ import pyarrow as pa
 
 import paimon_core as pc
 from paimon_core.errors import PaimonError, TableDefinitionError
-from pipelines.executors import executor_named
-from pipelines.schedule_ticks import checked_cron
-from resources.landing_location import LandingError, LandingLocation
+from pipelines.spec_checks import (
+    check_checks,
+    check_compaction,
+    check_ingestion,
+    check_maintenance,
+    check_partitions,
+    check_threshold,
+    fail,
+)
+from resources.landing_location import LandingLocation
 from resources.partition_mapping import (
     PartitionMapping,
-    PartitionMappingError,
     static_mapping,
     time_mapping,
 )
-from resources.writes import WRITE_MODES
 
-PARTITION_KINDS = ("none", "daily", "hourly", "weekly", "monthly", "static")
 # The Paimon value of a time partition when the spec does not say: the window start, as fine
 # as the partitions.
 DEFAULT_PATTERNS = {"daily": "%Y-%m-%d", "hourly": "%Y-%m-%d %H:00", "weekly": "%Y-%m-%d", "monthly": "%Y-%m"}
-COMPACTION_JOBS = ("minor", "full")
-# The parameter of a source function that receives its share of a fanned-out partition.
-SLICE_PARAMETER = "ingest_slice"
 DEFAULT_EXPIRE_CRON = "0 * * * *"
 DEFAULT_ORPHANS_CRON = "0 3 * * *"
 # Options every table of the integration gets unless its spec says otherwise: writers that
 # only add files, compacted by the dedicated jobs (the compaction sensor), expired by the
 # maintenance schedules.
 DEDICATED_COMPACTION_OPTIONS = {"write-only": "true"}
-
-
-def _fail(table: str, field_name: str, problem: str) -> TableDefinitionError:
-    return TableDefinitionError(f"table {table}: {field_name}: {problem}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,13 +163,13 @@ class Ingestion:
             return self.function
         module_name, sep, attribute = self.function.partition(":")
         if not sep or not module_name or not attribute:
-            raise _fail(table, "ingestion.function", f"{self.function!r} is not 'package.module:function'")
+            raise fail(table, "ingestion.function", f"{self.function!r} is not 'package.module:function'")
         try:
             target = getattr(importlib.import_module(module_name), attribute)
         except (ImportError, AttributeError) as exc:
-            raise _fail(table, "ingestion.function", f"cannot import {self.function!r}: {exc}") from None
+            raise fail(table, "ingestion.function", f"cannot import {self.function!r}: {exc}") from None
         if not callable(target):
-            raise _fail(table, "ingestion.function", f"{self.function!r} is a {type(target).__name__}, not a function")
+            raise fail(table, "ingestion.function", f"{self.function!r} is a {type(target).__name__}, not a function")
         return target
 
 
@@ -341,7 +337,7 @@ class PaimonTableSpec:
         """Refuse a declaration that cannot work, naming the field; nothing is written."""
         table = self.table
         if not self.column_list:
-            raise _fail(table, "columns", "no columns declared")
+            raise fail(table, "columns", "no columns declared")
         try:
             schema = self.arrow_schema()
             declared = pc.validate_table(table, schema=schema, partition_keys=self.partition_keys,
@@ -351,176 +347,19 @@ class PaimonTableSpec:
             raise
         except PaimonError as exc:
             raise TableDefinitionError(f"table {table}: {exc}") from None
-        self._validate_threshold(declared.table_options())
+        check_threshold(self, declared.table_options())
         if any(not part for part in self.asset_key):
-            raise _fail(table, "asset_key", f"{list(self.asset_key)} has an empty part")
-        self._validate_partitions()
-        self._validate_ingestion()
-        self._validate_compaction()
-        self._validate_maintenance()
-        self._validate_checks()
-
-    def _validate_checks(self) -> None:
-        if self.checks is None:
-            return
-        names = {column.name for column in self.column_list}
-        for rule in ("not_null", "unique", "accepted_values"):
-            unknown = [c for c in getattr(self.checks, rule) if c not in names]
-            if unknown:
-                raise _fail(self.table, f"checks.{rule}", f"{unknown} are not columns of the table")
-        if self.checks.min_rows < 0:
-            raise _fail(self.table, "checks.min_rows", f"must be >= 0, got {self.checks.min_rows}")
-
-    def _validate_partitions(self) -> None:
-        table, spec = self.table, self.partitions
-        if spec.kind not in PARTITION_KINDS:
-            raise _fail(table, "partitions.kind", f"{spec.kind!r} is not one of {', '.join(PARTITION_KINDS)}")
-        if spec.kind == "none":
-            if spec.mapping:
-                raise _fail(table, "partitions.mapping", "given for an unpartitioned asset; set partitions.kind")
-            return
-        if spec.kind == "static":
-            if not spec.keys:
-                raise _fail(table, "partitions.keys", "static partitions need at least one key")
-            if len(spec.mapping) > 1:
-                raise _fail(table, "partitions.mapping", "a static key maps to one Paimon column")
-        elif not spec.start:
-            raise _fail(table, "partitions.start", f"{spec.kind} partitions need a start date (YYYY-MM-DD)")
-        if not self.partition_keys:
-            raise _fail(table, "partitions", f"the asset has {spec.kind} partitions but the table has no "
-                        "partition_keys to write them to; add e.g. partition_keys: [dt]")
-        if not spec.mapping and len(self.partition_keys) != 1:
-            raise _fail(table, "partitions.mapping", f"the table is partitioned by {list(self.partition_keys)}; "
-                        "say which column(s) the Dagster key maps to, e.g. {dt: '%Y-%m-%d'}")
-        unknown = [c for c in spec.mapping if c not in self.partition_keys]
-        if unknown:
-            raise _fail(table, "partitions.mapping", f"{unknown} are not partition keys of the table "
-                        f"({list(self.partition_keys)})")
-        try:
-            definition = self.partitions_def()
-        except (dg.DagsterInvalidDefinitionError, ValueError, TypeError) as exc:
-            raise _fail(table, "partitions", str(exc).splitlines()[0]) from None
-        if isinstance(definition, dg.TimeWindowPartitionsDefinition) and (
-                definition.get_first_partition_window() is None):
-            raise _fail(table, "partitions.end", f"{spec.end} leaves no partition after {spec.start}")
-        try:
-            self.partition_mapping()
-        except PartitionMappingError as exc:
-            raise TableDefinitionError(str(exc)) from None
-
-    def _validate_ingestion(self) -> None:
-        table, ingestion = self.table, self.ingestion
-        if ingestion is None:
-            return
-        if ingestion.mode not in WRITE_MODES:
-            raise _fail(table, "ingestion.mode", f"{ingestion.mode!r} is not one of {', '.join(WRITE_MODES)}")
-        if ingestion.mode == "upsert" and not self.primary_key:
-            raise _fail(table, "ingestion.mode", "upsert needs a primary key; use append or overwrite, or "
-                        "declare primary_key")
-        if (ingestion.function is None) == (ingestion.landing is None):
-            raise _fail(table, "ingestion", "give exactly one of function (your code returns the data) and "
-                        "landing (files under a path)")
-        ingestion.resolved_function(table)
-        if ingestion.changes_of is not None:
-            if ingestion.landing is not None or ingestion.inputs:
-                raise _fail(table, "ingestion.changes_of", "a changes consumer gets its rows from the source table's "
-                            "changes; drop landing and inputs")
-            if ingestion.mode != "append" or self.partitions.kind != "none":
-                raise _fail(table, "ingestion.changes_of", "change batches are appended, each once, to an "
-                            "unpartitioned asset: set mode append and no partitions (the table may still have "
-                            "partition_keys)")
-        if ingestion.executor is not None:
-            executor_named(ingestion.executor, ingestion.executor_config, table=table)
-        elif ingestion.executor_config:
-            raise _fail(table, "ingestion.executor_config", "given without ingestion.executor; name the executor")
-        self._validate_workers()
-        if ingestion.commit_every_rows < 0:
-            raise _fail(table, "ingestion.commit_every_rows", f"must be >= 0, got {ingestion.commit_every_rows}")
-        if ingestion.landing is not None:
-            if ingestion.mode == "append":
-                raise _fail(table, "ingestion.mode", "a landing location is ingested per partition with overwrite "
-                            "(or upsert), so re-running a partition never ingests its files twice")
-            try:
-                ingestion.landing.validate(table=table, partitioned=self.partitions.kind != "none",
-                                           columns=self.partition_keys)
-            except LandingError as exc:
-                raise TableDefinitionError(str(exc)) from None
-        for name, value, low in (("sensor_interval_seconds", ingestion.sensor_interval_seconds, 1),
-                                 ("lookback", ingestion.lookback, 1), ("retries", ingestion.retries, 0),
-                                 ("schedule_minute", ingestion.schedule_minute, 0)):
-            if value < low:
-                raise _fail(table, f"ingestion.{name}", f"must be at least {low}, got {value}")
-        if ingestion.schedule and not isinstance(self.partitions_def(), dg.TimeWindowPartitionsDefinition):
-            raise _fail(table, "ingestion.schedule", "a schedule materializes time partitions as they end; the "
-                        f"asset has {self.partitions.kind} partitions")
+            raise fail(table, "asset_key", f"{list(self.asset_key)} has an empty part")
+        check_partitions(self)
+        check_ingestion(self)
+        check_compaction(self)
+        check_maintenance(self)
+        check_checks(self)
 
     @property
     def bucketless_append(self) -> bool:
         """An append table without buckets (``bucket = -1``): its writers split the input, not buckets."""
         return not self.primary_key and int(self.table_options().get("bucket", "-1")) < 0
-
-    def _validate_workers(self) -> None:
-        ingestion = self.ingestion
-        assert ingestion is not None
-        if ingestion.workers == 1:
-            return
-        if ingestion.workers < 1:
-            raise _fail(self.table, "ingestion.workers", f"must be at least 1, got {ingestion.workers}")
-        if ingestion.changes_of is not None or ingestion.commit_every_rows:
-            raise _fail(self.table, "ingestion.workers", "a fanned-out partition is one commit: drop changes_of "
-                        "or commit_every_rows, or keep workers at 1")
-        function = ingestion.resolved_function(self.table)
-        if self.bucketless_append and function is not None and \
-                SLICE_PARAMETER not in inspect.signature(function).parameters:
-            raise _fail(self.table, "ingestion.workers", f"the table has no buckets, so each write step needs its own "
-                        f"share of the input: give the function a parameter {SLICE_PARAMETER!r} (it receives the "
-                        "step's index and count), or keep workers at 1")
-
-    def _validate_threshold(self, options: pc.TableOptions) -> None:
-        """A sensor threshold below the picker's trigger would launch runs that find nothing to do."""
-        threshold = self.compaction.level0_threshold
-        if threshold is None:
-            return
-        trigger, name = ((options.sorted_run_compaction_trigger, "num-sorted-run.compaction-trigger")
-                         if self.primary_key else (options.compaction_min_file_num, "compaction.min.file-num"))
-        if threshold < trigger:
-            raise _fail(self.table, "compaction.level0_threshold",
-                        f"{threshold} is below the table's compaction trigger {trigger} ({name}), so the runs it "
-                        f"launches would find nothing to compact; set the option {name} to {threshold} instead")
-
-    def _validate_compaction(self) -> None:
-        table, compaction = self.table, self.compaction
-        if compaction.job not in COMPACTION_JOBS:
-            raise _fail(table, "compaction.job", f"{compaction.job!r} is not one of {', '.join(COMPACTION_JOBS)}")
-        if compaction.job == "full" and not self.primary_key:
-            raise _fail(table, "compaction.job", "full compaction jobs are for primary-key tables; append tables "
-                        "compact small files with the minor job")
-        if compaction.level0_threshold is not None and compaction.level0_threshold < 1:
-            raise _fail(table, "compaction.level0_threshold", f"must be at least 1, got {compaction.level0_threshold}")
-        if (compaction.interval_seconds is not None and compaction.interval_seconds < 1) or (
-                compaction.follow_seconds is not None and compaction.follow_seconds < 0):
-            raise _fail(table, "compaction", "interval_seconds must be >= 1 and follow_seconds >= 0")
-        if compaction.buckets_per_step < 0:
-            raise _fail(table, "compaction.buckets_per_step", f"must be >= 0, got {compaction.buckets_per_step}")
-        if not compaction.sensor and self.table_options().get("write-only") == "true":
-            raise _fail(table, "compaction.sensor", "off for a write-only table: nothing would ever compact it")
-
-    def _validate_maintenance(self) -> None:
-        table, maintenance = self.table, self.maintenance
-        for name in ("expire_cron", "orphans_cron"):
-            cron = getattr(maintenance, name)
-            if cron is not None:
-                try:
-                    checked_cron(cron, f"table {table}: maintenance.{name}")
-                except dg.DagsterInvariantViolationError as exc:
-                    raise TableDefinitionError(str(exc)) from None
-        for name in ("retain_min", "retain_max", "max_deletes"):
-            value = getattr(maintenance, name)
-            if value is not None and value < 1:
-                raise _fail(table, f"maintenance.{name}", f"must be at least 1, got {value}")
-        if (maintenance.retain_min and maintenance.retain_max and maintenance.retain_min > maintenance.retain_max):
-            raise _fail(table, "maintenance", f"retain_min {maintenance.retain_min} is above retain_max "
-                        f"{maintenance.retain_max}")
 
 
 def sample_keys(definition: dg.TimeWindowPartitionsDefinition, count: int = 48) -> list[str]:

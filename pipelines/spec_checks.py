@@ -1,0 +1,197 @@
+"""The checks of a table declaration: each refuses what cannot work, naming the table and the field.
+
+Pure functions of a :class:`pipelines.spec.PaimonTableSpec` (nothing is read or written), run
+when the spec is built, so a bad declaration fails when the definitions load.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import TYPE_CHECKING
+
+import dagster as dg
+
+import paimon_core as pc
+from paimon_core.errors import TableDefinitionError
+from pipelines.executors import executor_named
+from pipelines.schedule_ticks import checked_cron
+from resources.landing_location import LandingError
+from resources.partition_mapping import PartitionMappingError
+from resources.writes import WRITE_MODES
+
+if TYPE_CHECKING:
+    from pipelines.spec import PaimonTableSpec
+
+
+PARTITION_KINDS = ("none", "daily", "hourly", "weekly", "monthly", "static")
+COMPACTION_JOBS = ("minor", "full")
+# The parameter of a source function that receives its share of a fanned-out partition.
+SLICE_PARAMETER = "ingest_slice"
+
+
+def fail(table: str, field_name: str, problem: str) -> TableDefinitionError:
+    return TableDefinitionError(f"table {table}: {field_name}: {problem}")
+
+
+def check_checks(spec: PaimonTableSpec) -> None:
+    if spec.checks is None:
+        return
+    names = {column.name for column in spec.column_list}
+    for rule in ("not_null", "unique", "accepted_values"):
+        unknown = [c for c in getattr(spec.checks, rule) if c not in names]
+        if unknown:
+            raise fail(spec.table, f"checks.{rule}", f"{unknown} are not columns of the table")
+    if spec.checks.min_rows < 0:
+        raise fail(spec.table, "checks.min_rows", f"must be >= 0, got {spec.checks.min_rows}")
+
+
+def check_partitions(spec: PaimonTableSpec) -> None:
+    table, parts = spec.table, spec.partitions
+    if parts.kind not in PARTITION_KINDS:
+        raise fail(table, "partitions.kind", f"{parts.kind!r} is not one of {', '.join(PARTITION_KINDS)}")
+    if parts.kind == "none":
+        if parts.mapping:
+            raise fail(table, "partitions.mapping", "given for an unpartitioned asset; set partitions.kind")
+        return
+    if parts.kind == "static":
+        if not parts.keys:
+            raise fail(table, "partitions.keys", "static partitions need at least one key")
+        if len(parts.mapping) > 1:
+            raise fail(table, "partitions.mapping", "a static key maps to one Paimon column")
+    elif not parts.start:
+        raise fail(table, "partitions.start", f"{parts.kind} partitions need a start date (YYYY-MM-DD)")
+    if not spec.partition_keys:
+        raise fail(table, "partitions", f"the asset has {parts.kind} partitions but the table has no "
+                    "partition_keys to write them to; add e.g. partition_keys: [dt]")
+    if not parts.mapping and len(spec.partition_keys) != 1:
+        raise fail(table, "partitions.mapping", f"the table is partitioned by {list(spec.partition_keys)}; "
+                    "say which column(s) the Dagster key maps to, e.g. {dt: '%Y-%m-%d'}")
+    unknown = [c for c in parts.mapping if c not in spec.partition_keys]
+    if unknown:
+        raise fail(table, "partitions.mapping", f"{unknown} are not partition keys of the table "
+                    f"({list(spec.partition_keys)})")
+    try:
+        definition = spec.partitions_def()
+    except (dg.DagsterInvalidDefinitionError, ValueError, TypeError) as exc:
+        raise fail(table, "partitions", str(exc).splitlines()[0]) from None
+    if isinstance(definition, dg.TimeWindowPartitionsDefinition) and (
+            definition.get_first_partition_window() is None):
+        raise fail(table, "partitions.end", f"{parts.end} leaves no partition after {parts.start}")
+    try:
+        spec.partition_mapping()
+    except PartitionMappingError as exc:
+        raise TableDefinitionError(str(exc)) from None
+
+
+def check_ingestion(spec: PaimonTableSpec) -> None:
+    table, ingestion = spec.table, spec.ingestion
+    if ingestion is None:
+        return
+    if ingestion.mode not in WRITE_MODES:
+        raise fail(table, "ingestion.mode", f"{ingestion.mode!r} is not one of {', '.join(WRITE_MODES)}")
+    if ingestion.mode == "upsert" and not spec.primary_key:
+        raise fail(table, "ingestion.mode", "upsert needs a primary key; use append or overwrite, or "
+                    "declare primary_key")
+    if (ingestion.function is None) == (ingestion.landing is None):
+        raise fail(table, "ingestion", "give exactly one of function (your code returns the data) and "
+                    "landing (files under a path)")
+    ingestion.resolved_function(table)
+    if ingestion.changes_of is not None:
+        if ingestion.landing is not None or ingestion.inputs:
+            raise fail(table, "ingestion.changes_of", "a changes consumer gets its rows from the source table's "
+                        "changes; drop landing and inputs")
+        if ingestion.mode != "append" or spec.partitions.kind != "none":
+            raise fail(table, "ingestion.changes_of", "change batches are appended, each once, to an "
+                        "unpartitioned asset: set mode append and no partitions (the table may still have "
+                        "partition_keys)")
+    if ingestion.executor is not None:
+        executor_named(ingestion.executor, ingestion.executor_config, table=table)
+    elif ingestion.executor_config:
+        raise fail(table, "ingestion.executor_config", "given without ingestion.executor; name the executor")
+    check_workers(spec)
+    if ingestion.commit_every_rows < 0:
+        raise fail(table, "ingestion.commit_every_rows", f"must be >= 0, got {ingestion.commit_every_rows}")
+    if ingestion.landing is not None:
+        if ingestion.mode == "append":
+            raise fail(table, "ingestion.mode", "a landing location is ingested per partition with overwrite "
+                        "(or upsert), so re-running a partition never ingests its files twice")
+        try:
+            ingestion.landing.validate(table=table, partitioned=spec.partitions.kind != "none",
+                                       columns=spec.partition_keys)
+        except LandingError as exc:
+            raise TableDefinitionError(str(exc)) from None
+    for name, value, low in (("sensor_interval_seconds", ingestion.sensor_interval_seconds, 1),
+                             ("lookback", ingestion.lookback, 1), ("retries", ingestion.retries, 0),
+                             ("schedule_minute", ingestion.schedule_minute, 0)):
+        if value < low:
+            raise fail(table, f"ingestion.{name}", f"must be at least {low}, got {value}")
+    if ingestion.schedule and not isinstance(spec.partitions_def(), dg.TimeWindowPartitionsDefinition):
+        raise fail(table, "ingestion.schedule", "a schedule materializes time partitions as they end; the "
+                    f"asset has {spec.partitions.kind} partitions")
+
+
+def check_workers(spec: PaimonTableSpec) -> None:
+    ingestion = spec.ingestion
+    assert ingestion is not None
+    if ingestion.workers == 1:
+        return
+    if ingestion.workers < 1:
+        raise fail(spec.table, "ingestion.workers", f"must be at least 1, got {ingestion.workers}")
+    if ingestion.changes_of is not None or ingestion.commit_every_rows:
+        raise fail(spec.table, "ingestion.workers", "a fanned-out partition is one commit: drop changes_of "
+                    "or commit_every_rows, or keep workers at 1")
+    function = ingestion.resolved_function(spec.table)
+    if spec.bucketless_append and function is not None and \
+            SLICE_PARAMETER not in inspect.signature(function).parameters:
+        raise fail(spec.table, "ingestion.workers", f"the table has no buckets, so each write step needs its own "
+                    f"share of the input: give the function a parameter {SLICE_PARAMETER!r} (it receives the "
+                    "step's index and count), or keep workers at 1")
+
+
+def check_threshold(spec: PaimonTableSpec, options: pc.TableOptions) -> None:
+    """A sensor threshold below the picker's trigger would launch runs that find nothing to do."""
+    threshold = spec.compaction.level0_threshold
+    if threshold is None:
+        return
+    trigger, name = ((options.sorted_run_compaction_trigger, "num-sorted-run.compaction-trigger")
+                     if spec.primary_key else (options.compaction_min_file_num, "compaction.min.file-num"))
+    if threshold < trigger:
+        raise fail(spec.table, "compaction.level0_threshold",
+                    f"{threshold} is below the table's compaction trigger {trigger} ({name}), so the runs it "
+                    f"launches would find nothing to compact; set the option {name} to {threshold} instead")
+
+
+def check_compaction(spec: PaimonTableSpec) -> None:
+    table, compaction = spec.table, spec.compaction
+    if compaction.job not in COMPACTION_JOBS:
+        raise fail(table, "compaction.job", f"{compaction.job!r} is not one of {', '.join(COMPACTION_JOBS)}")
+    if compaction.job == "full" and not spec.primary_key:
+        raise fail(table, "compaction.job", "full compaction jobs are for primary-key tables; append tables "
+                    "compact small files with the minor job")
+    if compaction.level0_threshold is not None and compaction.level0_threshold < 1:
+        raise fail(table, "compaction.level0_threshold", f"must be at least 1, got {compaction.level0_threshold}")
+    if (compaction.interval_seconds is not None and compaction.interval_seconds < 1) or (
+            compaction.follow_seconds is not None and compaction.follow_seconds < 0):
+        raise fail(table, "compaction", "interval_seconds must be >= 1 and follow_seconds >= 0")
+    if compaction.buckets_per_step < 0:
+        raise fail(table, "compaction.buckets_per_step", f"must be >= 0, got {compaction.buckets_per_step}")
+    if not compaction.sensor and spec.table_options().get("write-only") == "true":
+        raise fail(table, "compaction.sensor", "off for a write-only table: nothing would ever compact it")
+
+
+def check_maintenance(spec: PaimonTableSpec) -> None:
+    table, maintenance = spec.table, spec.maintenance
+    for name in ("expire_cron", "orphans_cron"):
+        cron = getattr(maintenance, name)
+        if cron is not None:
+            try:
+                checked_cron(cron, f"table {table}: maintenance.{name}")
+            except dg.DagsterInvariantViolationError as exc:
+                raise TableDefinitionError(str(exc)) from None
+    for name in ("retain_min", "retain_max", "max_deletes"):
+        value = getattr(maintenance, name)
+        if value is not None and value < 1:
+            raise fail(table, f"maintenance.{name}", f"must be at least 1, got {value}")
+    if (maintenance.retain_min and maintenance.retain_max and maintenance.retain_min > maintenance.retain_max):
+        raise fail(table, "maintenance", f"retain_min {maintenance.retain_min} is above retain_max "
+                    f"{maintenance.retain_max}")
