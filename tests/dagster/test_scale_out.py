@@ -307,7 +307,7 @@ def test_dask_executor_writes_compacts_and_reads_on_the_cluster(setup: Any, inst
                         tags=compaction_tags(ACCOUNTS)) as result:
         assert result.success
         step_pids |= {e.pid for e in result.all_events if e.event_type_value == "STEP_START"}
-    assert step_pids == worker_pids  # every step ran on the cluster's two workers
+    assert step_pids and step_pids <= worker_pids  # every step ran on the cluster's workers (the scheduler picks which)
     accounts, clicks = table(settings, ACCOUNTS), table(settings, CLICKS)
     assert [s.commit_kind for s in accounts.snapshots()] == ["APPEND", "APPEND", "COMPACT"]
     assert accounts.read().sort_by(SORT).equals(table(reference, ACCOUNTS).read().sort_by(SORT))
