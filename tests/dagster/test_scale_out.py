@@ -171,7 +171,7 @@ def test_fanned_out_ingestion_makes_the_table_one_step_makes(setup: Any, instanc
 
 
 def test_rerunning_a_partition_run_commits_nothing_twice(setup: Any, instance: dg.DagsterInstance) -> None:
-    settings = setup(workers=3)
+    settings = setup(workers=3, executor="in_process")  # the fan-out, without a process per step
     job = reconstructable("ingest_cdc_accounts_job", settings)
     tags = {"dagster/partition": DAYS[0]}
     with dg.execute_job(job, instance=instance, tags=tags) as first:
