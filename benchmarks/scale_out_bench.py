@@ -199,7 +199,7 @@ def main() -> None:
         results.append(variant("in-process", root, landing, base, instance, executor=None, config={}, workers=1))
         for n in (1, 2):
             results.append(variant(f"multiprocess x{n}", root, landing, base, instance, executor="multiprocess",
-                                   config={"max_concurrent": n}, workers=2))
+                                   config={"max_concurrent": n, "start_method": {"forkserver": {}}}, workers=2))
         for n in (1, 2):
             with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
                               dashboard_address="127.0.0.1:0") as cluster, Client(cluster) as client:

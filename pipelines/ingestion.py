@@ -327,9 +327,11 @@ def ingestion_job(spec: PaimonTableSpec, asset: dg.AssetsDefinition,
     if ingestion is not None and ingestion.executor is not None:
         executor = executor_named(ingestion.executor, ingestion.executor_config, table=spec.table)
     elif ingestion is not None and ingestion.workers > 1 and executor is None:
-        # a fanned-out write in one process would run its steps one after the other
-        executor = dg.multiprocess_executor.configured({"max_concurrent": ingestion.workers},
-                                                       name=f"multiprocess_executor_{spec.name}")
+        # A fanned-out write in one process would run its steps one after the other. The steps fork
+        # from a server that imported the code location once, instead of each starting Python anew.
+        executor = dg.multiprocess_executor.configured(
+            {"max_concurrent": ingestion.workers, "start_method": {"forkserver": {}}},
+            name=f"multiprocess_executor_{spec.name}")
     return dg.define_asset_job(
         f"ingest_{spec.name}_job", selection=selection, tags={TABLE_TAG: spec.table},
         executor_def=executor or dg.in_process_executor,

@@ -249,9 +249,12 @@ def test_compaction_fans_out_per_group_of_buckets(setup: Any, instance: dg.Dagst
 
 
 def test_multiprocess_executor_runs_the_write_steps_in_processes(setup: Any, instance: dg.DagsterInstance) -> None:
+    """A fanned-out table naming no executor gets the multiprocess one, its steps forked from a server."""
     reference = setup("reference", workers=1)
     materialize("ingest_cdc_accounts_job", DAYS[0], instance)
-    settings = setup(workers=2, executor="multiprocess", executor_config={"max_concurrent": 2})
+    settings = setup(workers=2)
+    executor = scale_out_job("ingest_cdc_accounts_job").executor_def
+    assert executor.name == "multiprocess_executor_cdc_accounts"
     job = reconstructable("ingest_cdc_accounts_job", settings)
     with dg.execute_job(job, instance=instance, tags={"dagster/partition": DAYS[0]}) as result:
         assert result.success
