@@ -12,6 +12,7 @@ from paimon_core.maintenance.expiry import ExpiryPlan
 from paimon_core.maintenance.orphans import DAY_MS, OrphanFiles
 from paimon_core.options import TableOptions
 from paimon_core.read.changes import ROW_KIND
+from paimon_core.read.lookup import TableLookup
 from paimon_core.read.scan import DataSplit
 from paimon_core.read.stream import ChangeBatch, ChangeStream
 from paimon_core.schema import (
@@ -58,6 +59,7 @@ __all__ = [
     "Shard",
     "Snapshot",
     "Table",
+    "TableLookup",
     "TableOptions",
     "TableSchema",
     "TableWrite",

@@ -21,6 +21,7 @@ from paimon_core.errors import (
     SchemaError,
     TableExistsError,
     TableNotFoundError,
+    WarehouseNotFoundError,
 )
 from paimon_core.fileio import FileIO
 from paimon_core.layout import TablePaths
@@ -59,14 +60,35 @@ class Catalog:
             raise InvalidNameError(f"invalid database name {name!r}: it contains '.'")
         return f"{self.warehouse_path}/{name}{DB_SUFFIX}"
 
+    def exists(self) -> bool:
+        """Whether the warehouse exists: its directory on a file system (a catalog on a new path
+        creates it with the first database), its bucket on an object store (where a prefix
+        exists only while objects are under it)."""
+        if self.file_io.is_local:
+            return self.file_io.exists(self.warehouse_path)
+        return self.file_io.exists(self.warehouse_path.split("/", 1)[0])
+
+    def _require_warehouse(self) -> None:
+        if not self.exists():
+            raise WarehouseNotFoundError(f"warehouse {self.warehouse} does not exist; check the path (or create a "
+                                         "database in it first)")
+
     def list_databases(self) -> list[str]:
+        """Names of the databases, sorted.
+
+        Raises:
+            WarehouseNotFoundError: the warehouse path does not exist (likely a typo).
+        """
+        self._require_warehouse()
         return sorted(s.name[: -len(DB_SUFFIX)] for s in self.file_io.list_dir(self.warehouse_path)
                       if s.is_dir and s.name.endswith(DB_SUFFIX) and not s.name.startswith("."))
 
     def database_exists(self, name: str) -> bool:
+        """Whether the database directory exists."""
         return self.file_io.exists(self._database_path(name))
 
     def create_database(self, name: str, *, exist_ok: bool = False) -> None:
+        """Create a database (a ``<name>.db`` directory); ``exist_ok`` makes an existing one fine."""
         path = self._database_path(name)
         if self.file_io.exists(path):
             if exist_ok:
@@ -81,6 +103,7 @@ class Catalog:
         log.info("created database %s in %s", name, self.warehouse)
 
     def drop_database(self, name: str, *, ignore_missing: bool = False, cascade: bool = False) -> None:
+        """Delete a database; one holding tables only with ``cascade`` (which drops them too)."""
         path = self._database_path(name)
         if not self.file_io.exists(path):
             if ignore_missing:
@@ -108,9 +131,11 @@ class Catalog:
 
     def _require_database(self, name: str) -> None:
         if not self.database_exists(name):
+            self._require_warehouse()
             raise DatabaseNotFoundError(f"database {name!r} does not exist in {self.warehouse}")
 
     def list_tables(self, database: str) -> list[str]:
+        """Names of the tables of ``database``, sorted (directories with a schema file)."""
         self._require_database(database)
         names = []
         for status in self.file_io.list_dir(self._database_path(database)):
@@ -121,6 +146,7 @@ class Catalog:
         return sorted(names)
 
     def table_exists(self, identifier: str) -> bool:
+        """Whether ``database.table`` has a schema file (a directory alone is no table)."""
         ident = Identifier.parse(identifier)
         return self._has_schema(TablePaths(self._table_path(ident)))
 
@@ -129,6 +155,11 @@ class Catalog:
         return self.file_io.uri(self._table_path(Identifier.parse(identifier)))
 
     def get_table(self, identifier: str) -> Table:
+        """The table ``database.table``.
+
+        Raises:
+            TableNotFoundError / DatabaseNotFoundError: it does not exist (the message says which).
+        """
         ident = Identifier.parse(identifier)
         self._require_database(ident.database)
         path = self._table_path(ident)
@@ -165,14 +196,22 @@ class Catalog:
         return any(SCHEMA_FILE.match(status.name) for status in self.file_io.list_dir(paths.schema_dir))
 
     def _existing(self, ident: Identifier, path: str, exist_ok: bool, wanted: TableSchema) -> Table:
-        """The existing table, if ``exist_ok`` and it has the requested columns and keys."""
+        """The existing table, if ``exist_ok`` and it is the requested table or an evolution of it:
+        every requested column is there with its type (columns added since, by ``alter``, are
+        fine), and the keys are the same."""
         if not exist_ok:
             raise TableExistsError(f"table {ident} already exists in {self.warehouse}")
         table = Table(self.file_io, ident, path)
         current = table.schema
+        have = {f.name: f for f in current.arrow_schema()}
+        missing = [f.name for f in wanted.arrow_schema() if f.name not in have]
+        changed = [f"{f.name} is {have[f.name].type}{'' if have[f.name].nullable else ' not null'}, "
+                   f"not {f.type}{'' if f.nullable else ' not null'}"
+                   for f in wanted.arrow_schema()
+                   if f.name in have and (have[f.name].type != f.type or have[f.name].nullable != f.nullable)]
         mismatches = [
-            f"columns {current.arrow_schema()} instead of {wanted.arrow_schema()}"
-            if not current.arrow_schema().equals(wanted.arrow_schema()) else "",
+            f"no columns {missing} (dropped or renamed since?)" if missing else "",
+            "; ".join(changed),
             f"partition keys {list(current.partition_keys)} instead of {list(wanted.partition_keys)}"
             if current.partition_keys != wanted.partition_keys else "",
             f"primary keys {list(current.primary_keys)} instead of {list(wanted.primary_keys)}"
@@ -180,8 +219,8 @@ class Catalog:
         ]
         problems = [m for m in mismatches if m]
         if problems:
-            raise TableExistsError(f"table {ident} already exists in {self.warehouse} with "
-                                   + "; ".join(problems))
+            raise TableExistsError(f"table {ident} already exists in {self.warehouse} and does not match the "
+                                   "requested one: " + "; ".join(problems) + " (alter it, or use another name)")
         return table
 
     def drop_table(self, identifier: str, *, ignore_missing: bool = False) -> None:

@@ -53,16 +53,24 @@ log = logging.getLogger(__name__)
 WRITER_VERSION = f"paimon-dagster-{__version__}"
 
 
+def new_commit_user(options: TableOptions) -> str:
+    """A fresh commit user: a UUID, after ``commit.user-prefix`` when the table sets one."""
+    prefix = options.commit_user_prefix
+    return (f"{prefix}_" if prefix else "") + str(uuid.uuid4())
+
+
 @dataclass(frozen=True, slots=True)
 class Overwrite:
     """What an OVERWRITE commit replaces.
 
     ``mode`` is ``"static"`` (partitions matching ``partition``, a map of partition column to
-    internal value), ``"dynamic"`` (partitions present in the new data) or ``"table"``.
+    internal value), ``"dynamic"`` (partitions present in the new data), ``"table"``, or
+    ``"partitions"`` (those matching any map of ``partitions``: a drop of partitions).
     """
 
     mode: str
     partition: Mapping[str, Any] | None = None
+    partitions: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,10 +303,11 @@ class FileStoreCommit:
                 return []
             keep = lambda e: e.partition in targets  # noqa: E731
         else:
-            spec = dict(overwrite.partition or {})
-            positions = {k: self.schema.partition_keys.index(k) for k in spec}
-            keep = lambda e: all(  # noqa: E731
-                self._decode_partition(e.partition)[i] == spec[k] for k, i in positions.items())
+            specs = overwrite.partitions if overwrite.mode == "partitions" else (dict(overwrite.partition or {}),)
+            keys = self.schema.partition_keys
+            wanted = [[(keys.index(k), v) for k, v in spec.items()] for spec in specs]
+            keep = lambda e: any(all(  # noqa: E731
+                self._decode_partition(e.partition)[i] == v for i, v in spec) for spec in wanted)
         live = live_entries(self.file_io, self.paths, latest, entry_filter=keep)
         return [replace(e, kind=DELETE) for e in live]
 

@@ -19,6 +19,15 @@ class DatabaseNotFoundError(PaimonError, LookupError):
     """The database does not exist in the warehouse."""
 
 
+class WarehouseNotFoundError(DatabaseNotFoundError):
+    """The warehouse path does not exist (a typo, or nothing was created in it yet)."""
+
+
+class InvalidURIError(PaimonError, ValueError):
+    """A warehouse or table URI that cannot be opened: ``s3:/bucket`` with one slash, or a
+    protocol fsspec does not know."""
+
+
 class DatabaseExistsError(PaimonError):
     """The database already exists and ``exist_ok`` was false."""
 
@@ -50,6 +59,19 @@ class OptionError(PaimonError, ValueError):
 
 class SnapshotNotFoundError(PaimonError, LookupError):
     """Time travel to a snapshot, timestamp or tag that does not exist."""
+
+
+class ExpiredStartWarning(UserWarning):
+    """A stream asked to start at a snapshot that has expired starts at the earliest retained one
+    (as Paimon does); the changes in between are not read."""
+
+
+class InvalidArgumentError(PaimonError, ValueError):
+    """An API argument that is out of range or conflicts with another (not a schema problem)."""
+
+
+class WriterClosedError(PaimonError):
+    """A writer used after it committed, prepared or aborted; open a new one with ``new_write``."""
 
 
 class SnapshotExpiredError(SnapshotNotFoundError):
@@ -108,3 +130,8 @@ class CorruptDataFileError(CorruptMetadataError):
     """A data file (Parquet/ORC) a snapshot references that cannot be decoded (truncated,
     overwritten with other bytes). A subclass of CorruptMetadataError so callers that stop on
     corrupt tables catch both; the message names the file and the table."""
+
+
+class SystemTableNotFoundError(PaimonError, LookupError):
+    """A system table name (``$snapshots``, ``$files``, ...) that Paimon does not define; the
+    message names the table, the name asked for and the valid names."""

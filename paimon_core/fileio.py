@@ -13,6 +13,7 @@ import errno
 import functools
 import logging
 import os
+import re
 import shutil
 import uuid
 import weakref
@@ -24,11 +25,12 @@ import fsspec
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from paimon_core.errors import FileIOError, UnsupportedFeatureError
+from paimon_core.errors import FileIOError, InvalidURIError, UnsupportedFeatureError
 
 log = logging.getLogger(__name__)
 
 OBJECT_STORE_PROTOCOLS = ("s3", "s3a")
+_ONE_SLASH = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):/(?!/)")
 DELETE_BATCH = 1000  # S3's DeleteObjects limit
 # Filesystems whose conditional create was probed (fsspec caches instances, so once per process).
 _VERIFIED_STORES: weakref.WeakSet[fsspec.AbstractFileSystem] = weakref.WeakSet()
@@ -126,7 +128,23 @@ class FileIO:
 
     @classmethod
     def for_uri(cls, uri: str, storage_options: Mapping[str, Any] | None = None) -> tuple[FileIO, str]:
-        """Resolve ``uri`` (a local path, ``file://`` or any fsspec URL) to a FileIO and path."""
+        """Resolve ``uri`` (a local path, ``file://`` or any fsspec URL) to a FileIO and path.
+
+        Raises:
+            InvalidURIError: a scheme with one slash (``s3:/bucket``, which would otherwise be a
+                local directory named ``s3:``), or a protocol fsspec does not know.
+        """
+        one_slash = _ONE_SLASH.match(uri)
+        if one_slash and len(one_slash.group(1)) > 1:  # C:/ on Windows is a drive, not a scheme
+            raise InvalidURIError(f"{uri!r} has one slash after '{one_slash.group(1)}:'; write "
+                                  f"{one_slash.group(1)}://{uri[one_slash.end():]}")
+        if "://" in uri:
+            protocol = uri.split("://", 1)[0].rsplit("::", maxsplit=1)[-1]
+            try:
+                fsspec.get_filesystem_class(protocol)
+            except (ValueError, ImportError) as exc:
+                raise InvalidURIError(f"{uri!r}: fsspec cannot open protocol {protocol!r} ({exc}); use a local "
+                                      "path, file://, s3:// or another installed fsspec protocol") from None
         if "://" not in uri:
             uri = os.path.abspath(os.path.expanduser(uri))
         options = dict(storage_options or {})

@@ -53,6 +53,14 @@ class Identifier:
         if "." not in text:
             raise InvalidNameError(f"table identifier {text!r} must be 'database.table'")
         database, table = text.split(".", 1)
+        if "." in table:  # Paimon's Identifier has exactly two parts
+            raise InvalidNameError(f"table identifier {text!r}: table name {table!r} contains '.'; it must be "
+                                   "'database.table' with no '.' in either name")
+        if "$" in table:
+            base, _, system = table.partition("$")
+            raise InvalidNameError(f"table identifier {text!r}: '$' is reserved for Paimon's system tables; read "
+                                   f"this one with catalog.get_table('{database}.{base}').system('{system}') "
+                                   f"or `paimon read '{text}'`")
         try:
             validate_identifier(database, "database")
             validate_identifier(table, "table")

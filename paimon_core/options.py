@@ -303,6 +303,13 @@ class TableOptions:
         "lookup-compact.max-interval", None,
         "gentle: level-0 runs (one per commit) before level 0 is forced up; default 2 x trigger.",
         _at_least(1))
+    lookup_cache_max_memory_size: int = opt("lookup.cache-max-memory-size", 256 * MiB,
+                                            "Memory for decoded row groups kept by Table.new_lookup(); "
+                                            "least recently used ones are evicted.", parse_memory_size,
+                                            shown="256 mb")
+    lookup_cache_file_retention_ms: int = opt("lookup.cache-file-retention", 3_600_000,
+                                              "Cached lookup data unused this long is dropped.",
+                                              parse_duration_ms, shown="1 h")
     commit_force_compact: bool = opt("commit.force-compact", False,
                                      "Compact before every commit.", _parse_bool)
     # --- snapshots, changelog, manifests --------------------------------------------------

@@ -115,6 +115,8 @@ class TableSchema:
             "comment": self.comment,
             "timeMillis": self.time_millis,
         }
+        if self.comment is None:  # Java writes no key (it reads a JSON null as the text "null")
+            del doc["comment"]
         return json.dumps(doc, indent=2, ensure_ascii=False)
 
     @staticmethod

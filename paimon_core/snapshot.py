@@ -6,6 +6,7 @@ directory is listed whenever they are missing or stale.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 import re
@@ -13,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from paimon_core.errors import CorruptMetadataError, SnapshotNotFoundError
+from paimon_core.errors import CorruptMetadataError, SnapshotExpiredError, SnapshotNotFoundError
 from paimon_core.fileio import FileIO
 from paimon_core.layout import TablePaths
 
@@ -73,6 +74,11 @@ class Snapshot:
     _REQUIRED = ("id", "schemaId", "baseManifestList", "deltaManifestList", "commitUser",
                  "commitIdentifier", "commitKind", "timeMillis")
 
+    def __repr__(self) -> str:
+        committed = dt.datetime.fromtimestamp(self.time_millis / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        return (f"Snapshot(id={self.id}, commit_kind={self.commit_kind!r}, committed={committed!r}, "
+                f"schema_id={self.schema_id}, total_record_count={self.total_record_count})")
+
     def to_json(self) -> str:
         doc: dict[str, Any] = {}
         for json_name, attr in self._JSON_FIELDS:
@@ -122,8 +128,14 @@ class SnapshotStore:
         try:
             text = self.file_io.read_bytes(path)
         except FileNotFoundError:
-            raise SnapshotNotFoundError(f"{self.kind} {snapshot_id} of table {self.table} does not "
-                                        "exist (expired or never committed)") from None
+            earliest, latest = self.earliest_id(), self.latest_id()
+            if earliest is not None and snapshot_id < earliest:
+                raise SnapshotExpiredError(
+                    f"{self.kind} {snapshot_id} of table {self.table} has expired: the earliest retained is "
+                    f"{earliest}; keep snapshots you need with a tag or a consumer id, or a longer "
+                    "snapshot.time-retained") from None
+            raise SnapshotNotFoundError(f"{self.kind} {snapshot_id} of table {self.table} does not exist (the "
+                                        f"latest is {latest}, the earliest {earliest})") from None
         return Snapshot.from_json(text, source=path)
 
     def exists(self, snapshot_id: int) -> bool:
@@ -180,7 +192,8 @@ class SnapshotStore:
         found = self._newest_before(timestamp_ms, inclusive=True)
         if found is None:
             raise SnapshotNotFoundError(
-                f"table {self.table} has no snapshot at or before timestamp {timestamp_ms} "
+                f"table {self.table} has no snapshot at or before {timestamp_ms} "
+                f"({dt.datetime.fromtimestamp(timestamp_ms / 1000, tz=dt.UTC):%Y-%m-%d %H:%M:%S} UTC) "
                 f"(the earliest retained snapshot is {self.earliest_id()})")
         return found
 

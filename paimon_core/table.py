@@ -7,7 +7,6 @@ import datetime as dt
 import logging
 import numbers
 import time
-import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import TracebackType
@@ -16,28 +15,32 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimon_core.commit import FileStoreCommit, IndexUpdate, Overwrite
+from paimon_core.commit import FileStoreCommit, IndexUpdate, Overwrite, new_commit_user
 from paimon_core.compaction.compactor import CompactionResult, PartitionSpec, TableCompactor
 from paimon_core.compaction.state import LsmState
 from paimon_core.consumer import Consumer, ConsumerStore
 from paimon_core.errors import (
+    InvalidArgumentError,
     OptionError,
     SchemaError,
     SnapshotExpiredError,
     SnapshotNotFoundError,
     UnsupportedFeatureError,
+    WriterClosedError,
 )
 from paimon_core.fileio import FileIO
 from paimon_core.layout import TablePaths, unescape_path_name
 from paimon_core.maintenance.after_commit import maintain_after_commit
 from paimon_core.maintenance.auto_tags import AutoTagResult, create_automatic_tags
+from paimon_core.maintenance.drop_partitions import DroppedPartitions, drop_partitions
 from paimon_core.maintenance.expiry import ExpiryPlan, SnapshotExpiry
 from paimon_core.maintenance.orphans import OrphanFiles, OrphanFilesClean
-from paimon_core.maintenance.rollback import Rollback, rollback_to
+from paimon_core.maintenance.rollback import Rollback, plan_rollback, rollback_to
 from paimon_core.manifest import IndexManifestEntry, ManifestEntry, read_index_manifest
 from paimon_core.merge import engine_for
 from paimon_core.names import Identifier
 from paimon_core.options import TableOptions
+from paimon_core.progress import Progress, no_progress
 from paimon_core.read.changes import (
     ROW_KIND,
     ChangeReader,
@@ -109,20 +112,25 @@ class Table:
 
     @property
     def options(self) -> TableOptions:
+        """The table options of the current schema, typed (see :class:`TableOptions`)."""
         return TableOptions.from_map(self.schema.effective_options(), table=self.name)
 
     @property
     def arrow_schema(self) -> pa.Schema:
+        """The Arrow schema reads return (the current schema's columns)."""
         return self.schema.arrow_schema()
 
     @property
     def uri(self) -> str:
+        """Where the table lives, as a URI other engines can open."""
         return self.file_io.uri(self.path)
 
     def latest_snapshot(self) -> Snapshot | None:
+        """The newest snapshot, or None before the first commit."""
         return self.snapshot_store.latest()
 
     def snapshot(self, snapshot_id: int) -> Snapshot:
+        """Snapshot ``snapshot_id``; raises SnapshotExpiredError / SnapshotNotFoundError if it is gone."""
         return self.snapshot_store.snapshot(snapshot_id)
 
     def snapshots(self) -> list[Snapshot]:
@@ -157,7 +165,7 @@ class Table:
 
     def expire_snapshots(self, *, dry_run: bool = True, older_than: dt.datetime | int | None = None,
                          retain_min: int | None = None, retain_max: int | None = None,
-                         max_deletes: int | None = None) -> ExpiryPlan:
+                         max_deletes: int | None = None, progress: Progress = no_progress) -> ExpiryPlan:
         """Expire old snapshots with Paimon's rule, never touching what a kept snapshot, a tag
         or a consumer's unread snapshot needs.
 
@@ -168,13 +176,14 @@ class Table:
                 ``changelog.time-retained``).
             retain_min / retain_max / max_deletes: override ``snapshot.num-retained.min``,
                 ``snapshot.num-retained.max`` and ``snapshot.expire.limit``.
+            progress: ``(stage, done, total)`` as files are deleted (see :mod:`paimon_core.progress`).
         """
         expiry = SnapshotExpiry(self)
         older_than_ms = _epoch_ms(older_than, what=f"expiry of table {self.name}")
         plan = expiry.plan(expiry.retention(older_than_ms=older_than_ms, retain_min=retain_min,
                                             retain_max=retain_max, limit=max_deletes),
                            changelog_older_than_ms=older_than_ms)
-        return plan if dry_run else expiry.execute(plan)
+        return plan if dry_run else expiry.execute(plan, progress)
 
     def create_automatic_tags(self) -> AutoTagResult:
         """``tag.automatic-creation = process-time``: tag the last finished period if it is due
@@ -182,18 +191,28 @@ class Table:
         return create_automatic_tags(self, int(time.time() * 1000))
 
     def remove_orphan_files(self, *, older_than: dt.datetime | int | None = None, dry_run: bool = True,
-                            force: bool = False) -> OrphanFiles:
+                            force: bool = False, progress: Progress = no_progress) -> OrphanFiles:
         """Delete files no snapshot, tag or long-lived changelog references, older than
         ``older_than`` (a datetime or epoch milliseconds; default a day ago; within an hour of now
         only with ``force``, as files of commits in flight are that young). ``dry_run`` (the
-        default) only lists them."""
+        default) only lists them; ``progress`` hears of files listed and snapshots read."""
         older_than_ms = _epoch_ms(older_than, what=f"orphan-file cleanup of table {self.name}")
-        return OrphanFilesClean(self).run(older_than_ms=older_than_ms, dry_run=dry_run, force=force)
+        return OrphanFilesClean(self).run(older_than_ms=older_than_ms, dry_run=dry_run, force=force,
+                                          progress=progress)
 
-    def rollback_to(self, target: int | str) -> Rollback:
-        """Make a snapshot id or a tag the latest state; newer snapshots and tags are removed
-        (their files are left to orphan-file cleanup). Stop writers first."""
-        return rollback_to(self, target)
+    def rollback_to(self, target: int | str | dt.datetime, *, dry_run: bool = False) -> Rollback:
+        """Make a snapshot id, a tag, or the snapshot current at a time (a datetime; naive is
+        UTC) the latest state; newer snapshots and tags are removed (their files are left to
+        orphan-file cleanup). Stop writers first. ``dry_run`` only says what would go."""
+        return plan_rollback(self, target) if dry_run else rollback_to(self, target)
+
+    def drop_partitions(self, partitions: PartitionSpec | Sequence[PartitionSpec], *, dry_run: bool = True,
+                        commit_user: str | None = None) -> DroppedPartitions:
+        """Drop partitions (``{column: value}`` maps; a prefix of the partition keys matches
+        every partition below it) as one OVERWRITE snapshot; ``dry_run`` (the default) only
+        counts what would go. Earlier snapshots and tags keep the files until they expire."""
+        specs = [partitions] if isinstance(partitions, Mapping) else list(partitions)
+        return drop_partitions(self, specs, dry_run=dry_run, commit_user=commit_user)
 
     @contextlib.contextmanager
     def _expiry_guard(self, snapshot: Snapshot | None) -> Iterator[None]:
@@ -235,7 +254,8 @@ class Table:
 
     def compact(self, partitions: PartitionSpec | Sequence[PartitionSpec] | None = None,
                 buckets: Iterable[int] | None = None, *, full: bool = False,
-                commit_user: str | None = None) -> CompactionResult:
+                commit_user: str | None = None, progress: Progress = no_progress,
+                require_existing: bool = True) -> CompactionResult:
         """Compact the selected partitions/buckets (default all) as one COMPACT snapshot.
 
         Args:
@@ -244,8 +264,16 @@ class Table:
             buckets: bucket numbers to compact; default every bucket.
             full: rewrite each bucket into one sorted run at the max level (append tables:
                 every small file) instead of doing only what the picker asks for now.
+            progress: ``(stage, done, total)`` as buckets finish (see :mod:`paimon_core.progress`).
+            require_existing: refuse (``OptionError``) a named partition or bucket without files,
+                as a typo; schedulers that plan from an older snapshot pass False.
+
+        Raises:
+            OptionError: ``require_existing`` and a named partition or bucket holds no files.
         """
-        return TableCompactor(self, commit_user=commit_user).compact(partitions, buckets, full=full)
+        return TableCompactor(self, commit_user=commit_user).compact(partitions, buckets, full=full,
+                                                                     progress=progress,
+                                                                     require_existing=require_existing)
 
     def prepare_compaction(self, partitions: PartitionSpec | Sequence[PartitionSpec] | None = None,
                            buckets: Iterable[int] | None = None, *, full: bool = False,
@@ -336,7 +364,7 @@ class Table:
         started = time.monotonic()
         parts = [p if isinstance(p, PreparedCommit) else PreparedCommit.from_bytes(p) for p in prepared]
         options = self.options
-        user = commit_user or f"{options.commit_user_prefix + '_' if options.commit_user_prefix else ''}{uuid.uuid4()}"
+        user = commit_user or new_commit_user(options)
         spec = overwrite_spec(self, self.schema, options, overwrite)
         outcome = commit_prepared(self, parts, commit_user=user, commit_identifier=commit_identifier,
                                   overwrite=spec, properties=properties, started=started)
@@ -414,6 +442,56 @@ class Table:
         ``filter`` the plan was made with to drop the rows it rules out."""
         return _read_all(self._reader(self.schemas.schema(split.schema_id), columns, filter), [split])
 
+    def lookup(self, keys: Any, *, columns: Sequence[str] | None = None,
+               snapshot_id: int | None = None) -> pa.Table:
+        """The current rows of the primary keys ``keys`` at a snapshot (default the latest).
+
+        The probe side of a lookup join: only the bucket of each key (every bucket of its
+        partition for dynamic-bucket tables), the files whose key range holds it and the row
+        groups whose statistics allow it are read, and the versions found are merged by the
+        table's merge engine, so the result equals :meth:`read` of that snapshot filtered to the
+        keys, deletes and deletion vectors included.
+
+        Args:
+            keys: a pyarrow Table or RecordBatch, a dict of column lists or a pandas DataFrame
+                with every primary-key column (partition keys included: they pick the
+                partition); other columns are ignored, so a batch can be passed as it is.
+            columns: projection of the result; default every column.
+            snapshot_id: time travel to this snapshot.
+
+        Returns:
+            One row per key found, in no particular order (join on the key columns). Keys the
+            table does not hold are absent; a key given several times (or with a null key
+            column, which matches nothing) is returned once (not at all).
+
+        Raises:
+            UnsupportedFeatureError: the table has no primary key (read it with a filter).
+            SchemaError: ``keys`` lack a primary-key column, or hold a value that does not cast
+                to its type.
+
+        Each call plans the snapshot from its manifests; for many lookups use
+        :meth:`new_lookup`, which plans once per snapshot and caches what it reads.
+        """
+        from paimon_core.read.lookup import TableLookup
+
+        return TableLookup(self, columns, cache=False).lookup(keys, snapshot_id=snapshot_id)
+
+    def new_lookup(self, columns: Sequence[str] | None = None, *,
+                   options: Mapping[str, str] | None = None) -> Any:
+        """A :class:`paimon_core.TableLookup` for repeated :meth:`lookup` calls (a lookup join).
+
+        It keeps decoded row groups in memory, bounded by ``lookup.cache-max-memory-size``
+        (least recently used evicted) and dropped after ``lookup.cache-file-retention`` without
+        use; data files never change, so cached ones stay valid when new snapshots arrive.
+        Each lookup of the latest snapshot checks for a new one and then plans it (new files
+        are read, dropped ones no longer consulted). ``options`` override the table's options
+        for this lookup only, as Paimon's dynamic options do, e.g.
+        ``{"lookup.cache-max-memory-size": "64 mb"}``.
+        """
+        from paimon_core.read.lookup import TableLookup
+
+        return TableLookup(self, columns, options=options)
+
     def to_dask(self, columns: Sequence[str] | None = None, filter: Any = None, *,
                 snapshot_id: int | None = None, timestamp_ms: int | None = None, tag: str | None = None) -> Any:
         """The table as a Dask DataFrame with one partition per split (needs ``dask[dataframe]``);
@@ -425,6 +503,7 @@ class Table:
     def to_pandas(self, columns: Sequence[str] | None = None, filter: Any = None, *,
                   snapshot_id: int | None = None, timestamp_ms: int | None = None,
                   tag: str | None = None) -> pd.DataFrame:
+        """Read as :meth:`read` does, as a pandas DataFrame."""
         return self.read(columns, filter, snapshot_id=snapshot_id, timestamp_ms=timestamp_ms,
                          tag=tag).to_pandas()
 
@@ -532,6 +611,26 @@ class Table:
         """The first snapshot ``consumer_id`` has not read, or None if it never saved progress."""
         return ConsumerStore(self.file_io, self.paths, self.name).next_snapshot(consumer_id)
 
+    def system(self, name: str, *, snapshot_id: int | None = None) -> pa.Table:
+        """One of Paimon's system tables of this table (``t$files`` in Paimon's SQL), as Arrow.
+
+        Names (with or without the ``$``, any case): ``snapshots``, ``schemas``, ``options``,
+        ``manifests``, ``files``, ``partitions``, ``buckets``, ``tags``, ``consumers``,
+        ``audit_log``. Columns, order and types are Apache Paimon's (0.9.0's shape where later
+        versions differ), so what Java, Flink or Spark show for a table reads the same here.
+        ``snapshot_id`` travels back for the tables of one snapshot (``manifests``, ``files``,
+        ``partitions``, ``buckets``, ``audit_log``; default the latest); the others list every
+        snapshot, schema, tag or consumer, or the current options, and refuse it.
+
+        Raises:
+            SystemTableNotFoundError: an unknown name (the message lists the valid ones).
+            OptionError: ``snapshot_id`` for a system table without time travel.
+            SnapshotNotFoundError: ``snapshot_id`` does not exist.
+        """
+        from paimon_core.system import read_system_table
+
+        return read_system_table(self, name, snapshot_id=snapshot_id)
+
     def has_changes(self, snapshot: Snapshot) -> bool:
         """Whether change reads and streams find rows in ``snapshot`` (metadata only)."""
         return carries_changes(snapshot, primary_key=bool(self.schema.primary_keys),
@@ -582,7 +681,8 @@ class Table:
                           tag: str | None) -> Snapshot | None:
         chosen = [x for x in (snapshot_id, timestamp_ms, tag) if x is not None]
         if len(chosen) > 1:
-            raise SchemaError("pass at most one of snapshot_id, timestamp_ms and tag")
+            raise InvalidArgumentError(f"read of table {self.name}: pass at most one of snapshot_id, timestamp_ms "
+                                       "and tag")
         if snapshot_id is not None:
             return self.snapshot_store.snapshot(snapshot_id)
         if timestamp_ms is not None:
@@ -610,8 +710,7 @@ class TableWrite:
             if self.schema.options.get(key, "false").lower() == "true":
                 raise UnsupportedFeatureError(f"writing table {table.name} with {key}=true is not "
                                               "supported (row ids would not be assigned)")
-        prefix = self.options.commit_user_prefix
-        self.commit_user = commit_user or (f"{prefix}_" if prefix else "") + str(uuid.uuid4())
+        self.commit_user = commit_user or new_commit_user(self.options)
         self.commit_identifier = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier
         self.overwrite = overwrite_spec(table, self.schema, self.options, overwrite)
         self.properties = properties
@@ -704,7 +803,8 @@ class TableWrite:
 
     def _add(self, data: Any, *, row_kind: str | None, keys_only: bool) -> None:
         if self._closed:
-            raise SchemaError(f"this writer of table {self.table.name} is already closed")
+            raise WriterClosedError(f"this writer of table {self.table.name} is already closed (it committed, "
+                                    "prepared or aborted); open another with table.new_write()")
         if self._sink is None and row_kind not in (None, "+I"):
             raise UnsupportedFeatureError(f"append table {self.table.name} only takes +I rows, not {row_kind!r}")
         try:
@@ -741,7 +841,8 @@ class TableWrite:
         if properties:
             self.properties = {**(self.properties or {}), **properties}
         if self._closed:
-            raise SchemaError(f"this writer of table {self.table.name} is already closed")
+            raise WriterClosedError(f"this writer of table {self.table.name} is already closed (it committed, "
+                                    "prepared or aborted); open another with table.new_write()")
         committer = FileStoreCommit(self.table.file_io, self.table.paths, self.schema, self.options,
                                     table=self.table.name, commit_user=self.commit_user)
         try:
@@ -788,7 +889,8 @@ class TableWrite:
         never committed are reclaimed by orphan cleanup.
         """
         if self._closed:
-            raise SchemaError(f"this writer of table {self.table.name} is already closed")
+            raise WriterClosedError(f"this writer of table {self.table.name} is already closed (it committed, "
+                                    "prepared or aborted); open another with table.new_write()")
         messages, index = self._close_files()
         index_base: str | None = None
         index_files: tuple[IndexManifestEntry, ...] = ()
@@ -820,6 +922,7 @@ class TableWrite:
 
     @property
     def rows_written(self) -> int:
+        """Rows taken by :meth:`write` / :meth:`delete` so far."""
         return self._sink.rows_written if self._sink is not None else (
             self._appender.rows_written if self._appender is not None else 0)
 

@@ -40,6 +40,9 @@ class Tag:
         value = self.snapshot.extra.get("tagTimeRetained")
         return float(value) if value is not None else None
 
+    def __repr__(self) -> str:
+        return f"Tag({self.name!r}, snapshot_id={self.snapshot.id}, commit_kind={self.snapshot.commit_kind!r})"
+
 
 def _create_time(now: dt.datetime) -> list[int]:
     """``LocalDateTime`` as Jackson's JavaTimeModule writes it: [y, m, d, h, min, s, nanos]."""

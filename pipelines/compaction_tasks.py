@@ -129,7 +129,7 @@ def compact_task(table: pc.Table, task: PartitionTask, *, commit_user: str,
     for _ in range(attempts):
         try:
             return table.compact(partitions=task.partition or None, buckets=task.buckets, full=task.full,
-                                 commit_user=commit_user), conflicts
+                                 commit_user=commit_user, require_existing=False), conflicts
         except CommitConflictError as error:
             conflicts += 1
             log.warning("compaction of %s partition %r conflicted with a concurrent commit (%s); nothing "

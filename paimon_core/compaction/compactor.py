@@ -11,7 +11,7 @@ import logging
 import time
 import uuid
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,8 +22,9 @@ from paimon_core.compaction.levels import level_sizes
 from paimon_core.compaction.planning import BucketFiles, BucketWork, Planner
 from paimon_core.compaction.rewriter import AppendRewriter, MergeTreeRewriter
 from paimon_core.compaction.state import BucketState, LsmState
-from paimon_core.errors import UnsupportedFeatureError
+from paimon_core.errors import OptionError, UnsupportedFeatureError
 from paimon_core.manifest import DataFileMeta, IndexManifestEntry, ManifestEntry
+from paimon_core.progress import Progress, no_progress
 from paimon_core.read.merge_read import key_bounds
 from paimon_core.read.scan import DELETION_VECTORS, PartitionDecoder, deletion_files, live_entries, live_index_entries
 from paimon_core.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
@@ -181,6 +182,35 @@ class TableCompactor:
             out.append(BucketFiles(partition, bucket, entries[0].total_buckets, tuple(e.file for e in entries)))
         return sorted(out, key=lambda b: (b.partition.path, b.bucket))
 
+    def _require_existing(self, latest: Snapshot, selected: Sequence[BucketFiles],
+                          partitions: PartitionSpec | Sequence[PartitionSpec] | None,
+                          buckets: Iterable[int] | None) -> None:
+        """Refuse a selection naming a partition or bucket without files: a typo would otherwise
+        compact nothing and say so only in passing."""
+        keys = self.schema.partition_keys
+        in_partitions = selected if buckets is None else self.buckets(latest, partitions)
+        given = [] if partitions is None else [partitions] if isinstance(partitions, Mapping | str) \
+            else list(partitions)
+        missing: list[object] = []
+        for spec in given:
+            if isinstance(spec, str):
+                found = any(b.partition.path == spec for b in in_partitions)
+            else:
+                internal = internal_partition_spec(spec, self.schema, table=self.table.name)
+                found = any(all(dict(zip(keys, b.partition.values))[k] == v for k, v in internal.items())
+                            for b in in_partitions)
+            if not found:
+                missing.append(spec if isinstance(spec, str) else dict(spec))
+        if missing:
+            raise OptionError(f"compaction of table {self.table.name}: partitions {missing} hold no files in "
+                              f"snapshot {latest.id}; nothing was compacted (see `paimon lsm {self.table.name}`)")
+        absent = sorted(set(buckets) - {b.bucket for b in selected}) if buckets is not None else []
+        if absent:
+            present = sorted({b.bucket for b in in_partitions})
+            raise OptionError(f"compaction of table {self.table.name}: buckets {absent} hold no files in the "
+                              f"selected partitions of snapshot {latest.id} (buckets with files: {present}); "
+                              "nothing was compacted")
+
     def _partition_specs(self, partitions: PartitionSpec | Sequence[PartitionSpec] | None
                          ) -> tuple[list[dict[str, Any]] | None, set[str]]:
         """Mappings as internal values, and partition paths (``dt=2024-01-01``) as given."""
@@ -221,14 +251,18 @@ class TableCompactor:
     def compact(self, partitions: PartitionSpec | Sequence[PartitionSpec] | None = None,
                 buckets: Iterable[int] | None = None, *, full: bool = False,
                 only: Collection[tuple[bytes, int]] | None = None,
-                commit_identifier: int = BATCH_COMMIT_IDENTIFIER) -> CompactionResult:
-        """Plan, rewrite and commit; ``only`` limits it to these (partition row, bucket) pairs."""
-        return self.commit(self.prepare(partitions, buckets, full=full, only=only), commit_identifier)
+                commit_identifier: int = BATCH_COMMIT_IDENTIFIER, progress: Progress = no_progress,
+                require_existing: bool = False) -> CompactionResult:
+        """Plan, rewrite and commit; ``only`` limits it to these (partition row, bucket) pairs.
+        ``require_existing`` refuses partitions and buckets that hold no file (a typo)."""
+        return self.commit(self.prepare(partitions, buckets, full=full, only=only, progress=progress,
+                                        require_existing=require_existing), commit_identifier)
 
     def prepare(self, partitions: PartitionSpec | Sequence[PartitionSpec] | None = None,
                 buckets: Iterable[int] | None = None, *, full: bool = False,
                 only: Collection[tuple[bytes, int]] | None = None,
-                shard: Shard | None = None) -> PreparedCompaction:
+                shard: Shard | None = None, progress: Progress = no_progress,
+                require_existing: bool = False) -> PreparedCompaction:
         """Plan the selected buckets of the latest snapshot and write their new files (uncommitted).
 
         ``shard`` keeps the buckets that compaction task owns (Paimon's channel of a bucket), so
@@ -243,12 +277,14 @@ class TableCompactor:
         full = full or self._full_due(latest)
         now = local_now_millis()
         selected = self.buckets(latest, partitions, buckets)
+        if require_existing:
+            self._require_existing(latest, selected, partitions, buckets)
         if only is not None:
             selected = [b for b in selected if (b.partition.row, b.bucket) in only]
         if shard is not None:
             selected = [b for b in selected if shard.owns(b.partition.row, b.bucket)]
         work = tuple(w for b in selected if (w := self.planner.plan(b, full=full, now_ms=now)) is not None)
-        return PreparedCompaction(full, work, tuple(self._run(work, index)), started)
+        return PreparedCompaction(full, work, tuple(self._run(work, index, progress)), started)
 
     def commit(self, prepared: PreparedCompaction,
                commit_identifier: int = BATCH_COMMIT_IDENTIFIER) -> CompactionResult:
@@ -270,7 +306,8 @@ class TableCompactor:
         log.info("compaction of %s", result.summary())
         return result
 
-    def _run(self, work: Sequence[BucketWork], index: Sequence[IndexManifestEntry]) -> list[CompactIncrement]:
+    def _run(self, work: Sequence[BucketWork], index: Sequence[IndexManifestEntry],
+             progress: Progress = no_progress) -> list[CompactIncrement]:
         if not work:
             return []
         file_io, paths = self.table.file_io, self.table.paths
@@ -301,7 +338,9 @@ class TableCompactor:
 
         with ThreadPoolExecutor(min(_THREADS, len(work)), thread_name_prefix="paimon-compact") as pool:
             futures = [pool.submit(run, w) for w in work]
-            wait(futures)
+            progress("compacting buckets", 0, len(futures))
+            for finished, _ in enumerate(as_completed(futures), 1):
+                progress("compacting buckets", finished, len(futures))
         done = [f.result() for f in futures if f.exception() is None]
         failures = [error for f in futures if (error := f.exception()) is not None]
         if failures:

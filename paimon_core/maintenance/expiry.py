@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from paimon_core.consumer import Consumer, ConsumerStore
@@ -30,6 +30,7 @@ from paimon_core.errors import FileIOError, OptionError, UnsupportedFeatureError
 from paimon_core.maintenance.reachable import SNAPSHOT, TAG, References, manifest_lists
 from paimon_core.manifest import ADD, DELETE, ManifestEntry, ManifestFileMeta
 from paimon_core.options import TableOptions
+from paimon_core.progress import Progress, no_progress
 from paimon_core.read.scan import PartitionDecoder, live_entries, read_entries
 from paimon_core.snapshot import ChangeHistory, ChangelogStore, Snapshot
 from paimon_core.tags import TagStore
@@ -106,6 +107,7 @@ class ExpiryPlan:
     stale_consumers: tuple[str, ...] = ()  # idle past consumer.expiration-time: removed
     changelogs_kept: tuple[int, ...] = ()  # expired snapshots whose changelog lives on (decoupled)
     changelogs_expired: tuple[int, ...] = ()  # long-lived changelogs that go
+    file_sizes: Mapping[str, int] = field(default_factory=dict, repr=False)  # data, changelog, index files
 
     @property
     def changes(self) -> bool:
@@ -127,6 +129,9 @@ class ExpiryPlan:
         return (f"{self.table}: {verb} {what}{kept}{long_lived}, {len(self.data_files)} data files, "
                 f"{len(self.changelog_files)} changelog files, {len(self.index_files)} index files ({self.bytes} "
                 f"bytes) and {len(self.metadata_files)} metadata files; earliest snapshot now {self.earliest_after}")
+
+
+_DELETE_CHUNK = 1000  # files per progress report; data files go before metadata files
 
 
 class _Files:
@@ -205,7 +210,7 @@ class SnapshotExpiry:
             return ExpiryPlan(name, earliest_after=earliest, changelog_files=changelog.paths(),
                               metadata_files=metadata.paths(), bytes=changelog.bytes, dry_run=True,
                               duration_s=time.monotonic() - started, stale_consumers=stale,
-                              changelogs_expired=long_lived)
+                              changelogs_expired=long_lived, file_sizes=dict(changelog.sizes))
         expiring = [self._snapshot(i) for i in range(earliest, end)]
         tags = [t.snapshot for t in TagStore(self.file_io, self.paths, name).tags()]
         keep = [self._snapshot(end), *tags]
@@ -219,7 +224,8 @@ class SnapshotExpiry:
                           metadata.paths(), data.bytes + changelog.bytes + index.bytes, dry_run=True,
                           duration_s=time.monotonic() - started, stale_consumers=stale,
                           changelogs_kept=tuple(s.id for s in expiring) if decoupled else (),
-                          changelogs_expired=long_lived)
+                          changelogs_expired=long_lived,
+                          file_sizes={**data.sizes, **changelog.sizes, **index.sizes})
 
     def _plan_long_lived(self, earliest_snapshot: int, latest: int, consumer_next: int | None,
                          older_than_ms: int | None, changelog: _Files, metadata: _Files) -> tuple[int, ...]:
@@ -251,7 +257,7 @@ class SnapshotExpiry:
         cutoff = int(time.time() * 1000) - idle
         return tuple(c.consumer_id for c in consumers if c.modified_ms is not None and c.modified_ms < cutoff)
 
-    def execute(self, plan: ExpiryPlan) -> ExpiryPlan:
+    def execute(self, plan: ExpiryPlan, progress: Progress = no_progress) -> ExpiryPlan:
         """Delete what ``plan`` lists, in the safe order (see the module docstring)."""
         started = time.monotonic()
         consumers = ConsumerStore(self.file_io, self.paths, self.table.name)
@@ -263,16 +269,24 @@ class SnapshotExpiry:
             return replace(plan, dry_run=False)
         for snapshot_id in plan.changelogs_kept:  # before the snapshot goes: a stream never misses it
             self.changelogs.publish(self.store.snapshot(snapshot_id))
+        total, deleted = len(plan.snapshots) + len(plan.changelogs_expired) + plan.files, 0
         for snapshot_id in plan.snapshots:
             self._delete(self.paths.snapshot_file(snapshot_id))
+            deleted += 1
+            progress("expiring snapshots", deleted, total)
         if plan.snapshots and plan.earliest_after is not None:
             self.store.write_earliest_hint(plan.earliest_after)
         for changelog_id in plan.changelogs_expired:
             self._delete(self.changelogs.file(changelog_id))
         if plan.changelogs_expired:
             self.changelogs.write_earliest_hint(plan.changelogs_expired[-1] + 1)
-        self._delete_many((*plan.data_files, *plan.changelog_files, *plan.index_files))
-        self._delete_many(plan.metadata_files)
+        files = (*plan.data_files, *plan.changelog_files, *plan.index_files, *plan.metadata_files)
+        deleted += len(plan.changelogs_expired)
+        for start in range(0, len(files), _DELETE_CHUNK):
+            chunk = files[start:start + _DELETE_CHUNK]
+            self._delete_many(chunk)
+            deleted += len(chunk)
+            progress("expiring snapshots", deleted, total)
         done = replace(plan, dry_run=False, duration_s=plan.duration_s + time.monotonic() - started)
         log.info("%s", done.summary())
         return done

@@ -11,16 +11,18 @@ skipped; any other metadata that cannot be read stops the cleanup with nothing d
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import re
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from paimon_core.errors import FileIOError, MissingFileError, OptionError, SnapshotNotFoundError
 from paimon_core.fileio import FileStatus
 from paimon_core.maintenance.reachable import CHANGELOG, SNAPSHOT, TAG, References
+from paimon_core.progress import Progress, no_progress
 from paimon_core.snapshot import ChangelogStore, Snapshot
 from paimon_core.tags import TagStore
 
@@ -38,6 +40,10 @@ _NOT_DATA = {"schema", "snapshot", "manifest", "index", "statistics", "tag", "co
 _SNAPSHOT_FILES = re.compile(r"^(snapshot-\d+|changelog-\d+|EARLIEST|LATEST)$")
 
 
+def _utc(millis: int) -> str:
+    return dt.datetime.fromtimestamp(millis / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
 @dataclass(frozen=True, slots=True)
 class OrphanFiles:
     """What a cleanup deleted (``dry_run``: would delete)."""
@@ -49,11 +55,12 @@ class OrphanFiles:
     bytes: int
     dry_run: bool
     duration_s: float
+    file_sizes: Mapping[str, int] = field(default_factory=dict, repr=False)  # of each orphan
 
     def summary(self) -> str:
         verb = "would delete" if self.dry_run else "deleted"
         return (f"{self.table}: {verb} {len(self.orphans)} orphan files ({self.bytes} bytes) of {self.candidates} "
-                f"files older than {self.older_than_ms}")
+                f"files older than {_utc(self.older_than_ms)}")
 
 
 class OrphanFilesClean:
@@ -64,7 +71,8 @@ class OrphanFilesClean:
         self.file_io = table.file_io
         self.paths = table.paths
 
-    def run(self, *, older_than_ms: int | None = None, dry_run: bool = True, force: bool = False) -> OrphanFiles:
+    def run(self, *, older_than_ms: int | None = None, dry_run: bool = True, force: bool = False,
+            progress: Progress = no_progress) -> OrphanFiles:
         started = time.monotonic()
         now = int(time.time() * 1000)
         older_than = now - DAY_MS if older_than_ms is None else older_than_ms
@@ -72,8 +80,13 @@ class OrphanFilesClean:
             raise OptionError(f"orphan cleanup of table {self.table.name}: older_than {older_than} is within "
                               f"{SAFE_FLOOR_MS // 60000} minutes of now, where files of commits in flight live; "
                               "pass force=True if no writer is running")
-        candidates = [f for f in self._candidates() if f.mtime_ms is not None and f.mtime_ms < older_than]
-        used = self._used_names()
+        candidates = []
+        for listed, status in enumerate(self._candidates(), 1):
+            if status.mtime_ms is not None and status.mtime_ms < older_than:
+                candidates.append(status)
+            if listed % 100 == 0:
+                progress("listing files", listed, None)
+        used = self._used_names(progress)
         orphans = [f for f in candidates if f.name not in used]
         if not dry_run:
             try:
@@ -81,7 +94,8 @@ class OrphanFilesClean:
             except FileIOError as exc:  # e.g. no write permission: typed, naming the file
                 raise FileIOError(f"orphan cleanup of table {self.table.name}: {exc}") from exc
         result = OrphanFiles(self.table.name, older_than, len(candidates), tuple(sorted(f.path for f in orphans)),
-                             sum(f.size for f in orphans), dry_run, time.monotonic() - started)
+                             sum(f.size for f in orphans), dry_run, time.monotonic() - started,
+                             {f.path: f.size for f in orphans})
         log.info("%s", result.summary())
         return result
 
@@ -110,10 +124,11 @@ class OrphanFilesClean:
 
     # ---- what is referenced -----------------------------------------------------------------
 
-    def _used_names(self) -> set[str]:
+    def _used_names(self, progress: Progress = no_progress) -> set[str]:
         references = References(self.file_io, self.paths)
         used: set[str] = set()
-        for source, snapshot, reach in self._referencing_snapshots():
+        for read, (source, snapshot, reach) in enumerate(self._referencing_snapshots(), 1):
+            progress("reading snapshots and tags", read, None)
             try:
                 used |= references.names(snapshot, reach)
             except MissingFileError:

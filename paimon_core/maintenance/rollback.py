@@ -9,6 +9,7 @@ Writers must be stopped: a commit that lands during the rollback is reported, no
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -17,6 +18,7 @@ from paimon_core.errors import CommitConflictError
 from paimon_core.tags import TagStore
 
 if TYPE_CHECKING:
+    from paimon_core.snapshot import Snapshot
     from paimon_core.table import Table
 
 log = logging.getLogger(__name__)
@@ -24,33 +26,57 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class Rollback:
-    """What a rollback removed."""
+    """What a rollback removed (``dry_run``: would remove)."""
 
     table: str
     snapshot_id: int
     removed_snapshots: tuple[int, ...]
     removed_tags: tuple[str, ...]
     restored_from_tag: str | None = None
+    dry_run: bool = False
+
+    def summary(self) -> str:
+        verb = "would roll back" if self.dry_run else "rolled back"
+        restored = f" (restored from tag {self.restored_from_tag})" if self.restored_from_tag else ""
+        return (f"{self.table} {verb} to snapshot {self.snapshot_id}{restored}: "
+                f"{'would remove' if self.dry_run else 'removed'} snapshots {list(self.removed_snapshots)}, "
+                f"tags {list(self.removed_tags)}")
 
 
-def rollback_to(table: Table, target: int | str) -> Rollback:
-    """Make ``target`` (a snapshot id, or a tag name) the table's latest snapshot."""
-    store, tags = table.snapshot_store, TagStore(table.file_io, table.paths, table.name)
-    restored = None
+def _target(table: Table, target: int | str | dt.datetime) -> tuple[Snapshot, str | None]:
+    """The snapshot to roll back to, and the tag it comes from when that tag's snapshot expired."""
+    store = table.snapshot_store
     if isinstance(target, str):
-        snapshot = tags.get(target).snapshot
-        if not store.exists(snapshot.id):
-            plain = replace(snapshot, extra={k: v for k, v in snapshot.extra.items()
-                                             if k not in ("tagCreateTime", "tagTimeRetained")})
-            table.file_io.create_if_absent(table.paths.snapshot_file(snapshot.id), plain.to_json().encode("utf-8"))
-            restored = target
-    else:
-        snapshot = store.snapshot(target)  # raises for an expired or unknown id
+        snapshot = TagStore(table.file_io, table.paths, table.name).get(target).snapshot
+        return snapshot, None if store.exists(snapshot.id) else target
+    if isinstance(target, dt.datetime):
+        moment = target if target.tzinfo is not None else target.replace(tzinfo=dt.UTC)
+        return store.at_or_before(int(moment.timestamp() * 1000)), None
+    return store.snapshot(target), None  # raises for an expired or unknown id
+
+
+def plan_rollback(table: Table, target: int | str | dt.datetime) -> Rollback:
+    """What :func:`rollback_to` would remove, changing nothing."""
+    snapshot, restored = _target(table, target)
+    tags = TagStore(table.file_io, table.paths, table.name)
     removed_tags = tuple(t.name for t in tags.tags() if t.snapshot_id > snapshot.id)
-    for name in removed_tags:
+    removed = tuple(i for i in table.snapshot_store.snapshot_ids() if i > snapshot.id)
+    return Rollback(table.name, snapshot.id, removed, removed_tags, restored, dry_run=True)
+
+
+def rollback_to(table: Table, target: int | str | dt.datetime) -> Rollback:
+    """Make ``target`` (a snapshot id, a tag name, or the snapshot current at a time) the
+    table's latest snapshot."""
+    store, tags = table.snapshot_store, TagStore(table.file_io, table.paths, table.name)
+    snapshot, restored = _target(table, target)
+    if restored is not None:
+        plain = replace(snapshot, extra={k: v for k, v in snapshot.extra.items()
+                                         if k not in ("tagCreateTime", "tagTimeRetained")})
+        table.file_io.create_if_absent(table.paths.snapshot_file(snapshot.id), plain.to_json().encode("utf-8"))
+    plan = plan_rollback(table, snapshot.id)
+    for name in plan.removed_tags:
         tags.delete(name)
-    removed = tuple(sorted((i for i in store.snapshot_ids() if i > snapshot.id), reverse=True))
-    for snapshot_id in removed:
+    for snapshot_id in reversed(plan.removed_snapshots):
         table.file_io.delete(table.paths.snapshot_file(snapshot_id))
     store.write_latest_hint(snapshot.id)
     if restored is not None:  # every snapshot left was newer than the tag: the table starts at it
@@ -60,5 +86,5 @@ def rollback_to(table: Table, target: int | str) -> Rollback:
                                   f"rollback to snapshot {snapshot.id}; stop its writers and roll back again",
                                   snapshot_id=snapshot.id + 1)
     log.info("rolled %s back to snapshot %d (removed snapshots %s, tags %s)", table.name, snapshot.id,
-             list(reversed(removed)), list(removed_tags))
-    return Rollback(table.name, snapshot.id, tuple(reversed(removed)), removed_tags, restored)
+             list(plan.removed_snapshots), list(plan.removed_tags))
+    return replace(plan, restored_from_tag=restored, dry_run=False)

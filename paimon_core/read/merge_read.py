@@ -74,25 +74,25 @@ class MergeSplitReader(SplitReader):
         """Merged rows of one section (memory layout without system columns), retractions dropped."""
         if len(section) == 1 and section[0].level > 0 and section[0].delete_row_count == 0:
             return self.read_values(split, section[0])  # compacted, no retractions: nothing to merge
-        ordered = sorted(section, key=lambda m: (m.min_sequence_number, m.max_sequence_number))
+        return drop_retractions(self.merge_records([(self.read_key_values(split, m), m) for m in section]))
+
+    def merge_records(self, parts: Sequence[tuple[pa.Table, DataFileMeta]]) -> pa.Table:
+        """Records of files (with system columns) folded per key by the merge engine, each
+        key's merged record keeping its kind (retractions included)."""
+        ordered = sorted(parts, key=lambda p: (p[1].min_sequence_number, p[1].max_sequence_number))
+        metas = [meta for _, meta in ordered]
         # Files whose sequence ranges do not overlap, concatenated oldest first, hold every key's
         # versions in sequence order: a stable sort on the key alone then gives merge order.
-        in_sequence = all(a.max_sequence_number < b.min_sequence_number for a, b in itertools.pairwise(ordered))
-        tables = [self.read_key_values(split, meta) for meta in ordered]
+        in_sequence = all(a.max_sequence_number < b.min_sequence_number for a, b in itertools.pairwise(metas))
+        tables = [table for table, _ in ordered]
         if isinstance(self.engine, LookupMerge):
-            tables = [with_level(table, meta.level) for table, meta in zip(tables, ordered)]
-        if len(tables) == 1:
-            merged = tables[0]
-        else:
-            combined = pa.concat_tables(tables)
-            order = merge_permutation(combined, self.keys, self.sequence_fields, descending_sequence=self.descending,
-                                      in_sequence=in_sequence)
-            merged = self.engine.merge_unsorted(combined, order, self.keys)
-        kinds = merged.column(VALUE_KIND)
-        alive = pc.invert(pc.or_(pc.equal(kinds, UPDATE_BEFORE), pc.equal(kinds, DELETE)))
-        if not pc.all(alive).as_py():
-            merged = merged.filter(alive)
-        return merged.drop_columns([c for c in (SEQUENCE_NUMBER, VALUE_KIND, LEVEL) if c in merged.column_names])
+            tables = [with_level(table, meta.level) for table, meta in ordered]
+        if len(tables) == 1:  # one file never holds a key twice
+            return tables[0]
+        combined = pa.concat_tables(tables)
+        order = merge_permutation(combined, self.keys, self.sequence_fields, descending_sequence=self.descending,
+                                  in_sequence=in_sequence)
+        return self.engine.merge_unsorted(combined, order, self.keys)
 
     def read_values(self, split: DataSplit, meta: DataFileMeta) -> pa.Table:
         """A file's rows without system columns (for files that need no merge)."""
@@ -176,3 +176,12 @@ def key_conjuncts(predicate: Predicate | None, key_columns: set[str]) -> pc.Expr
         expression = expression & term
     return expression
 
+
+def drop_retractions(merged: pa.Table) -> pa.Table:
+    """Merged records as rows: keys whose merged record is a retraction (-U, -D) are gone, and
+    so are the system columns."""
+    kinds = merged.column(VALUE_KIND)
+    alive = pc.invert(pc.or_(pc.equal(kinds, UPDATE_BEFORE), pc.equal(kinds, DELETE)))
+    if not pc.all(alive).as_py():
+        merged = merged.filter(alive)
+    return merged.drop_columns([c for c in (SEQUENCE_NUMBER, VALUE_KIND, LEVEL) if c in merged.column_names])

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
 
 from paimon_core.consumer import ConsumerStore
-from paimon_core.errors import OptionError, SnapshotNotFoundError
+from paimon_core.errors import ExpiredStartWarning, OptionError, SnapshotNotFoundError
 from paimon_core.snapshot import ChangeHistory
 
 log = logging.getLogger(__name__)
@@ -65,6 +66,13 @@ def start_position(mode: str, *, latest: int | None, earliest: int | None, snaps
     if mode == "from-timestamp":
         return StartPosition(None, earliest if older_than_timestamp is None else older_than_timestamp + 1)
     assert snapshot_id is not None
+    if snapshot_id < earliest:
+        # Paimon starts such a stream at the earliest snapshot and says nothing; say it, since the
+        # changes of snapshots snapshot_id..earliest-1 are gone.
+        warnings.warn(ExpiredStartWarning(
+            f"{mode} stream of table {table} from snapshot {snapshot_id} starts at {earliest}, the earliest "
+            f"retained: the changes of snapshots {snapshot_id}..{earliest - 1} have expired (a consumer id keeps "
+            "the snapshots a stream has not read)"), stacklevel=3)
     start = max(snapshot_id, earliest)
     if mode == "from-snapshot":
         return StartPosition(None, start)

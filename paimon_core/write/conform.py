@@ -28,7 +28,10 @@ def iter_input(data: Any) -> Iterator[Batch]:
         yield from data
         return
     if _is_pandas(data):
-        yield pa.Table.from_pandas(data, preserve_index=False)
+        # A named index (set_index("id")) holds a column the user means to write; an unnamed
+        # one is only row numbers.
+        named = any(name is not None for name in data.index.names)
+        yield pa.Table.from_pandas(data, preserve_index=named)
         return
     if hasattr(data, "__arrow_c_stream__"):
         yield from pa.RecordBatchReader.from_stream(data)
@@ -49,13 +52,14 @@ def _is_pandas(data: Any) -> bool:
 def conform(data: Batch, schema: TableSchema, table: str, *, keys_only: bool = False) -> pa.Table:
     """Return ``data`` as a table with exactly the schema's columns, order and storage types.
 
-    With ``keys_only`` (deletes by key) only the key, partition and NOT NULL columns are
-    required; other columns may be absent and are then null.
+    Key, partition and NOT NULL columns are required; other columns may be left out and are then
+    written as nulls (after ``AddColumn`` a writer need not know the new columns).
+    ``keys_only`` (deletes by key) is accepted for the same rule.
     """
     names = data.schema.names
     expected = schema.field_names
     not_null = {f.name for f in schema.fields if not f.type.nullable}
-    required = set(schema.primary_keys) | set(schema.partition_keys) | not_null if keys_only else set(expected)
+    required = set(schema.primary_keys) | set(schema.partition_keys) | not_null
     missing = [n for n in expected if n not in names and n in required]
     extra = [n for n in names if n not in expected]
     duplicated = sorted({n for n in names if names.count(n) > 1})
@@ -63,7 +67,8 @@ def conform(data: Batch, schema: TableSchema, table: str, *, keys_only: bool = F
         twice = f", duplicated {duplicated}" if duplicated else ""
         raise SchemaError(
             f"columns of the data written to table {table} do not match the table: "
-            f"missing {missing}, unexpected {extra}{twice}; the table has {expected}")
+            f"missing {missing}, unexpected {extra}{twice}; the table has {expected}"
+            f"{_missing_hint(missing)}{_index_hint(data, extra)}")
     columns = []
     for data_field in schema.fields:
         if data_field.name in names:
@@ -71,6 +76,23 @@ def conform(data: Batch, schema: TableSchema, table: str, *, keys_only: bool = F
         else:
             columns.append(pa.nulls(data.num_rows, to_arrow_type(data_field.type)))
     return pa.Table.from_arrays(columns, schema=schema.arrow_schema())
+
+
+def _missing_hint(missing: list[str]) -> str:
+    if not missing:
+        return ""
+    return (" (key, partition and NOT NULL columns must be given; nullable columns left out are written "
+            "as nulls)")
+
+
+def _index_hint(data: Batch, extra: list[str]) -> str:
+    """Point at a pandas index that became an unexpected column."""
+    metadata = data.schema.pandas_metadata or {}
+    index = [name for name in metadata.get("index_columns", []) if isinstance(name, str) and name in extra]
+    if not index:
+        return ""
+    return (f"; {index} is the DataFrame's index: name it as a table column, or call reset_index(drop=True) "
+            "to leave it out")
 
 
 def _conform_column(column: pa.ChunkedArray | pa.Array, data_field: DataField,

@@ -39,7 +39,7 @@ def table(catalog: pc.Catalog) -> pc.Table:
 
 
 @pytest.mark.parametrize(("data", "words"), [
-    (strict_rows().drop_columns(["code"]), ["db.strict", "missing ['code']"]),
+    (strict_rows().drop_columns(["id"]), ["db.strict", "missing ['id']", "NOT NULL columns must be given"]),
     (strict_rows().append_column("extra", pa.array([1, 2])), ["db.strict", "unexpected ['extra']"]),
     (strict_rows(small=[1, 300]), ["db.strict", "'small'", "300"]),
     (strict_rows(id=["x", "y"]), ["db.strict", "'id'", "string"]),

@@ -709,7 +709,7 @@ def cli_table(catalog: paimon.Catalog) -> paimon.Table:
     pytest.param(["read", "db.nope"], 1, ["db.nope", "does not exist"], id="unknown-table"),
     pytest.param(["snapshots", "../x"], 1, ["'../x'"], id="invalid-identifier"),
     pytest.param(["create-tag", "db.t", "a/b"], 1, ["'a/b'", "db.t"], id="bad-tag-name"),
-    pytest.param(["expire-snapshots", "db.t", "--retain-min", "-2"], 1, ["retain_min", "-2", "db.t"],
+    pytest.param(["expire-snapshots", "db.t", "--retain-min", "-2"], 2, ["--retain-min", "'-2'", "at least 1"],
                  id="bad-retain-min"),
     pytest.param(["changes", "db.t", "--from", "abc"], 2, ["--from", "'abc'"], id="from-not-an-int"),
     pytest.param(["changes", "db.t", "--from", "-1"], 2, ["--from", "'-1'", "negative"], id="negative-from"),

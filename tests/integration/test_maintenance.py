@@ -173,7 +173,7 @@ def test_rollback_to_a_snapshot_removes_newer_snapshots_and_tags(catalog: pc.Cat
     states = history(table, 6)
     table.create_tag("old", 2)
     table.create_tag("new", 7)
-    assert main(["--warehouse", str(Path(table.path).parents[1]), "rollback", "db.t", "--snapshot", "5"]) == 0
+    assert main(["--warehouse", str(Path(table.path).parents[1]), "rollback", "db.t", "--snapshot", "5", "--yes"]) == 0
     assert "rolled back to snapshot 5" in capsys.readouterr().out
     assert [s.id for s in table.snapshots()] == [1, 2, 3, 4, 5]
     assert [t.name for t in table.list_tags()] == ["old"]
@@ -247,14 +247,14 @@ def test_cli_expires_and_tags(catalog: pc.Catalog, capsys: Any) -> None:
     assert main(["--warehouse", warehouse, "create-tag", "db.t", "keep", "--snapshot", "2"]) == 0
     assert main(["--warehouse", warehouse, "tags", "db.t"]) == 0
     assert "keep" in capsys.readouterr().out
-    assert main(["--warehouse", warehouse, "expire-snapshots", "db.t", "--dry-run", "--retain-min", "1",
-                 "--older-than-ms", str(now_ms())]) == 0
-    assert "would expire snapshots 1.." in capsys.readouterr().out
     assert main(["--warehouse", warehouse, "expire-snapshots", "db.t", "--retain-min", "1",
-                 "--older-than-ms", str(now_ms())]) == 0
+                 "--older-than", str(now_ms())]) == 0
+    assert "would expire snapshots 1.." in capsys.readouterr().out
+    assert main(["--warehouse", warehouse, "expire-snapshots", "db.t", "--retain-min", "1", "--execute",
+                 "--older-than", str(now_ms())]) == 0
     assert "expired snapshots 1.." in capsys.readouterr().out
     assert len(table.snapshots()) == 1 and table.read(tag="keep").num_rows > 0
-    assert main(["--warehouse", warehouse, "delete-tag", "db.t", "keep"]) == 0
+    assert main(["--warehouse", warehouse, "delete-tag", "db.t", "keep", "--yes"]) == 0
     assert table.list_tags() == []
 
 
@@ -316,11 +316,11 @@ def test_cli_removes_orphan_files(catalog: pc.Catalog, capsys: Any) -> None:
     history(table, 3)
     (Path(table.path) / "manifest" / "manifest-crashed-0").write_bytes(b"x")
     warehouse = str(Path(table.path).parents[1])
-    assert main(["--warehouse", warehouse, "remove-orphan-files", "db.t", "--dry-run", "--force",
-                 "--older-than-ms", str(now_ms())]) == 0
-    assert "manifest-crashed-0" in capsys.readouterr().out
     assert main(["--warehouse", warehouse, "remove-orphan-files", "db.t", "--force",
-                 "--older-than-ms", str(now_ms())]) == 0
+                 "--older-than", str(now_ms())]) == 0
+    assert "manifest-crashed-0" in capsys.readouterr().out
+    assert main(["--warehouse", warehouse, "remove-orphan-files", "db.t", "--force", "--execute",
+                 "--older-than", str(now_ms())]) == 0
     assert "deleted 1 orphan files" in capsys.readouterr().out
     assert on_disk(table) == reachable(table)
 

@@ -38,7 +38,9 @@ def test_reads_pypaimon_schema_file_and_writes_the_same_document() -> None:
     schema = TableSchema.from_json(PYPAIMON_SCHEMA)
     assert schema.partition_keys == ("dt",) and schema.primary_keys == ("dt", "id")
     assert schema.trimmed_primary_keys == ["id"]
-    assert json.loads(schema.to_json()) == json.loads(PYPAIMON_SCHEMA)
+    written = json.loads(PYPAIMON_SCHEMA)
+    del written["comment"]  # no comment is no key, as Java writes it (Java 0.9 reads a null as "null")
+    assert json.loads(schema.to_json()) == written
 
 
 def test_create_assigns_ids_depth_first_and_highest_field_id() -> None:

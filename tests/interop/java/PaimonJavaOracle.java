@@ -6,7 +6,8 @@
  * Tables travel as Arrow IPC files (Paimon's own paimon-arrow converters on this side, pyarrow
  * on the other), so every Paimon type crosses without a hand-written codec. Steps mirror the
  * pypaimon driver (tests/interop/oracle_driver.py): create_database, create_table, write,
- * compact, alter, create_tag, expire, rollback, read, changes, files, bucket_check, buckets_of.
+ * compact, alter, create_tag, expire, rollback, read, changes, files, bucket_check, buckets_of,
+ * system_table.
  * Writes marked "stream" go through one long-lived StreamTableWrite per table, as a Flink job's
  * writer does, so its in-memory LSM state, compactions and commit identifiers carry on between
  * steps of one run.
@@ -220,6 +221,8 @@ public final class PaimonJavaOracle {
                 return bucketCheck(step);
             case "buckets_of":
                 return bucketsOf(step);
+            case "system_table":
+                return systemTable(step);
             default:
                 throw new IllegalArgumentException("unknown step " + op);
         }
@@ -623,6 +626,26 @@ public final class PaimonJavaOracle {
                 node.put("schema_id", file.schemaId());
             }
         }
+        return out;
+    }
+
+    /**
+     * A system table ("files" for db.t$files), read through the catalog as Paimon's SQL engines
+     * read it (at "snapshot_id" through scan.snapshot-id when given), saved as Arrow to "out".
+     */
+    private ObjectNode systemTable(JsonNode step) throws Exception {
+        String name = step.get("table").asText() + "$" + step.get("name").asText();
+        Table table = catalog.getTable(Identifier.fromString(name));
+        if (step.hasNonNull("snapshot_id")) {
+            table = table.copy(Map.of("scan.snapshot-id", step.get("snapshot_id").asText()));
+        }
+        ReadBuilder builder = table.newReadBuilder();
+        List<Split> splits = builder.newScan().plan().splits();
+        RowType type = builder.readType();
+        List<InternalRow> rows = collect(builder, splits, type, false);
+        save(type, rows, step.get("out").asText());
+        ObjectNode out = JSON.createObjectNode();
+        out.put("rows", rows.size());
         return out;
     }
 
