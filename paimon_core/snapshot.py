@@ -27,6 +27,15 @@ LATEST_PROBES = 8
 
 
 
+def utc_text(millis: int) -> str:
+    """Epoch milliseconds as ``2024-01-01 12:00:00 UTC`` for messages and reprs; a time beyond the
+    calendar (a cut-off far in the future) as its milliseconds."""
+    try:
+        return dt.datetime.fromtimestamp(millis / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except (OverflowError, ValueError, OSError):
+        return f"{millis} ms"
+
+
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     """One committed version of a table."""
@@ -75,7 +84,7 @@ class Snapshot:
                  "commitIdentifier", "commitKind", "timeMillis")
 
     def __repr__(self) -> str:
-        committed = dt.datetime.fromtimestamp(self.time_millis / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        committed = utc_text(self.time_millis)
         return (f"Snapshot(id={self.id}, commit_kind={self.commit_kind!r}, committed={committed!r}, "
                 f"schema_id={self.schema_id}, total_record_count={self.total_record_count})")
 
@@ -193,7 +202,7 @@ class SnapshotStore:
         if found is None:
             raise SnapshotNotFoundError(
                 f"table {self.table} has no snapshot at or before {timestamp_ms} "
-                f"({dt.datetime.fromtimestamp(timestamp_ms / 1000, tz=dt.UTC):%Y-%m-%d %H:%M:%S} UTC) "
+                f"({utc_text(timestamp_ms)}) "
                 f"(the earliest retained snapshot is {self.earliest_id()})")
         return found
 

@@ -11,7 +11,6 @@ skipped; any other metadata that cannot be read stops the cleanup with nothing d
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 import re
 import time
@@ -23,7 +22,7 @@ from paimon_core.errors import FileIOError, MissingFileError, OptionError, Snaps
 from paimon_core.fileio import FileStatus
 from paimon_core.maintenance.reachable import CHANGELOG, SNAPSHOT, TAG, References
 from paimon_core.progress import Progress, no_progress
-from paimon_core.snapshot import ChangelogStore, Snapshot
+from paimon_core.snapshot import ChangelogStore, Snapshot, utc_text
 from paimon_core.tags import TagStore
 
 if TYPE_CHECKING:
@@ -38,10 +37,6 @@ SAFE_FLOOR_MS = 3600 * 1000
 _METADATA_DIRS = ("manifest", "index", "statistics")
 _NOT_DATA = {"schema", "snapshot", "manifest", "index", "statistics", "tag", "consumer", "changelog", "branch"}
 _SNAPSHOT_FILES = re.compile(r"^(snapshot-\d+|changelog-\d+|EARLIEST|LATEST)$")
-
-
-def _utc(millis: int) -> str:
-    return dt.datetime.fromtimestamp(millis / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +55,7 @@ class OrphanFiles:
     def summary(self) -> str:
         verb = "would delete" if self.dry_run else "deleted"
         return (f"{self.table}: {verb} {len(self.orphans)} orphan files ({self.bytes} bytes) of {self.candidates} "
-                f"files older than {_utc(self.older_than_ms)}")
+                f"files older than {utc_text(self.older_than_ms)}")
 
 
 class OrphanFilesClean:

@@ -23,6 +23,7 @@ its cache (:mod:`paimon_core.read.lookup_cache`) keeps decoded row groups for th
 from __future__ import annotations
 
 import bisect
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
@@ -279,8 +280,7 @@ class _Plan:
 
     snapshot: Snapshot
     schema: TableSchema
-    partitions: dict[Key, _Partition]
-    whole: bool  # every partition (a cached plan) or only those a lookup asked for
+    partitions: dict[Key, _Partition]  # every partition, or (one-off lookups) those asked for
 
 
 @dataclass(frozen=True, slots=True)
@@ -338,6 +338,7 @@ class TableLookup:
         self._readings: dict[int, _Reading] = {}
         self._plans: OrderedDict[int, _Plan] = OrderedDict()  # by snapshot id, most recent last
         self._lookups = self._plans_built = 0
+        self._lock = threading.Lock()  # plans are built and swapped under it; the cache has its own
         self._readings[schema.id] = _Reading(table, schema, self.columns)  # unknown columns fail here
 
     @property
@@ -347,7 +348,8 @@ class TableLookup:
 
     def clear(self) -> None:
         """Forget cached plans and row groups."""
-        self._plans.clear()
+        with self._lock:
+            self._plans.clear()
         self.cache.clear()
 
     def lookup(self, keys: Any, *, snapshot_id: int | None = None) -> pa.Table:
@@ -363,7 +365,8 @@ class TableLookup:
             except FileNotFoundError as exc:
                 if self.table.snapshot_store.exists(snapshot.id):
                     raise
-                self._plans.pop(snapshot.id, None)
+                with self._lock:
+                    self._plans.pop(snapshot.id, None)
                 if snapshot_id is not None or attempt:  # a pinned snapshot is gone, or it happened twice
                     raise SnapshotExpiredError(
                         f"snapshot {snapshot.id} of table {self.table.name} was expired while it was looked up "
@@ -393,16 +396,16 @@ class TableLookup:
         return reading
 
     def _plan(self, snapshot: Snapshot, schema: TableSchema, wanted: Sequence[Key]) -> _Plan:
-        plan = self._plans.get(snapshot.id)
-        if plan is not None and plan.whole:
+        if not self.caching:  # one-off: only the partitions asked for
+            return self._build_plan(snapshot, schema, set(wanted))
+        with self._lock:
+            plan = self._plans.get(snapshot.id)
+            if plan is None:
+                plan = self._plans[snapshot.id] = self._build_plan(snapshot, schema, None)
+                while len(self._plans) > 4:
+                    self._plans.popitem(last=False)
             self._plans.move_to_end(snapshot.id)
             return plan
-        plan = self._build_plan(snapshot, schema, None if self.caching else set(wanted))
-        if self.caching:
-            self._plans[snapshot.id] = plan
-            while len(self._plans) > 4:
-                self._plans.popitem(last=False)
-        return plan
 
     def _build_plan(self, snapshot: Snapshot, schema: TableSchema, wanted: set[Key] | None) -> _Plan:
         table = self.table
@@ -438,7 +441,7 @@ class TableLookup:
             if options.bucket > 0 and len(counts) == 1:
                 partition.total_buckets = next(iter(counts))
         self._plans_built += 1
-        return _Plan(snapshot, schema, partitions, wanted is None)
+        return _Plan(snapshot, schema, partitions)
 
     # ---- reading ---------------------------------------------------------------------------------------
 

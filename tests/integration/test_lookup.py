@@ -11,6 +11,7 @@ file and row-group pruning; and the errors.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -334,6 +335,18 @@ def test_eviction_keeps_memory_under_the_configured_bound(catalog: pc.Catalog) -
     tiny = case.table.new_lookup(options={"lookup.cache-max-memory-size": "1 kb"})
     check(case.table, tiny, case.random_keys(50))  # nothing fits: every block is read, none kept
     assert tiny.cache.bytes <= 1024 and tiny.stats.cache.oversized > 0
+
+
+def test_one_lookup_shared_by_threads(catalog: pc.Catalog) -> None:
+    case = Case(catalog, "shared", seed=25)
+    build(case, "mixed")
+    lookup = case.table.new_lookup(options={"lookup.cache-max-memory-size": "64 kb"})  # evicting meanwhile
+    batches = [case.random_keys(40) for _ in range(12)]
+    wanted = [expected(case.table, keys) for keys in batches]
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda keys: rows_of(lookup.lookup(keys)), batches * 3))
+    assert got == wanted * 3
+    assert lookup.cache.bytes <= 64 * 1024
 
 
 class FakeClock:
