@@ -793,15 +793,15 @@ class TableWrite:
             row_kind: for primary-key tables, the kind of every row (``+I``, ``-U``, ``+U``,
                 ``-D``); by default the ``rowkind.field`` column's value, else ``+I`` (upsert).
         """
-        self._add(data, row_kind=row_kind, keys_only=False)
+        self._add(data, row_kind=row_kind)
 
     def delete(self, keys: Any) -> None:
         """Delete rows of a primary-key table by key (other columns may be omitted)."""
         if self._sink is None:
             raise UnsupportedFeatureError(f"table {self.table.name} has no primary key to delete by")
-        self._add(keys, row_kind="-D", keys_only=True)
+        self._add(keys, row_kind="-D")
 
-    def _add(self, data: Any, *, row_kind: str | None, keys_only: bool) -> None:
+    def _add(self, data: Any, *, row_kind: str | None) -> None:
         if self._closed:
             raise WriterClosedError(f"this writer of table {self.table.name} is already closed (it committed, "
                                     "prepared or aborted); open another with table.new_write()")
@@ -809,7 +809,7 @@ class TableWrite:
             raise UnsupportedFeatureError(f"append table {self.table.name} only takes +I rows, not {row_kind!r}")
         try:
             for batch in iter_input(data):
-                conformed = conform(batch, self.schema, self.table.name, keys_only=keys_only)
+                conformed = conform(batch, self.schema, self.table.name)
                 check_partition_values(conformed, self.schema, self.table.name)
                 self._check_static(conformed)
                 if self._sink is not None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import datetime as dt
 import re
 
+from paimon_core.snapshot import utc_text
+
 _UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000,
              "w": 7 * 86_400_000}
 _RELATIVE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|min|m|h|d|w)\s*(?:ago)?\s*$", re.IGNORECASE)
@@ -47,9 +49,7 @@ def parse_time(text: str, now_ms: int) -> int:
 
 def format_time(millis: int | None) -> str:
     """Epoch milliseconds as ``2024-01-01 12:00:00 UTC`` (what the listings print)."""
-    if millis is None:
-        return "-"
-    return dt.datetime.fromtimestamp(millis / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return "-" if millis is None else utc_text(millis)
 
 
 def format_age(millis: int, now_ms: int) -> str:

@@ -63,12 +63,13 @@ def drop_partitions(table: Table, partitions: Sequence[Mapping[str, Any] | str],
     latest = table.latest_snapshot()
     decode = PartitionDecoder(schema.partition_types)
     keys = list(schema.partition_keys)
+    wanted = [[(keys.index(k), v) for k, v in spec.items()] for spec in specs]
     matched: dict[int, list[ManifestEntry]] = {i: [] for i in range(len(specs))}
     if latest is not None:
         for entry in live_entries(table.file_io, table.paths, latest):
             values = decode(entry.partition)
-            for i, spec in enumerate(specs):
-                if all(values[keys.index(k)] == v for k, v in spec.items()):
+            for i, spec in enumerate(wanted):
+                if all(values[position] == v for position, v in spec):
                     matched[i].append(entry)
     missing = [given[i] for i, entries in matched.items() if not entries]
     if missing:

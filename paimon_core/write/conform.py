@@ -49,12 +49,12 @@ def _is_pandas(data: Any) -> bool:
     return module.startswith("pandas") and type(data).__name__ == "DataFrame"
 
 
-def conform(data: Batch, schema: TableSchema, table: str, *, keys_only: bool = False) -> pa.Table:
+def conform(data: Batch, schema: TableSchema, table: str) -> pa.Table:
     """Return ``data`` as a table with exactly the schema's columns, order and storage types.
 
     Key, partition and NOT NULL columns are required; other columns may be left out and are then
-    written as nulls (after ``AddColumn`` a writer need not know the new columns).
-    ``keys_only`` (deletes by key) is accepted for the same rule.
+    written as nulls (after ``AddColumn`` a writer need not know the new columns; deletes by key
+    need only the key columns).
     """
     names = data.schema.names
     expected = schema.field_names
