@@ -42,7 +42,7 @@ from paimon_core.manifest import (
 )
 from paimon_core.manifest_merge import merge_group, plan_merge
 from paimon_core.options import TableOptions
-from paimon_core.read.scan import PartitionDecoder, live_entries, live_index_entries, read_entries
+from paimon_core.read.scan import PartitionDecoder, PartitionSpecMatcher, live_entries, live_index_entries, read_entries
 from paimon_core.schema import TableSchema
 from paimon_core.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotStore
 from paimon_core.version import __version__
@@ -304,10 +304,8 @@ class FileStoreCommit:
             keep = lambda e: e.partition in targets  # noqa: E731
         else:
             specs = overwrite.partitions if overwrite.mode == "partitions" else (dict(overwrite.partition or {}),)
-            keys = self.schema.partition_keys
-            wanted = [[(keys.index(k), v) for k, v in spec.items()] for spec in specs]
-            keep = lambda e: any(all(  # noqa: E731
-                self._decode_partition(e.partition)[i] == v for i, v in spec) for spec in wanted)
+            matches = PartitionSpecMatcher(specs, self.schema.partition_keys, self._decode_partition)
+            keep = lambda e: matches(e.partition)  # noqa: E731
         live = live_entries(self.file_io, self.paths, latest, entry_filter=keep)
         return [replace(e, kind=DELETE) for e in live]
 

@@ -378,6 +378,10 @@ class TableOptions:
     consumer_expiration_ms: int | None = opt("consumer.expiration-time", None,
                                              "Consumers idle longer than this stop pinning "
                                              "snapshots.", parse_duration_ms)
+    partition_mark_done_action: tuple[str, ...] = opt(
+        "partition.mark-done-action", ("success-file",),
+        "How a partition is marked done: success-file writes <partition>/_SUCCESS (metastore and "
+        "http actions are Java-only).", _parse_list, shown="success-file")
     partition_expiration_ms: int | None = opt("partition.expiration-time", None,
                                               "Partitions older than this are dropped.",
                                               parse_duration_ms)

@@ -9,12 +9,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import numbers
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from paimon_core.errors import CorruptMetadataError, SnapshotExpiredError, SnapshotNotFoundError
+from paimon_core.errors import CorruptMetadataError, InvalidArgumentError, SnapshotExpiredError, SnapshotNotFoundError
 from paimon_core.fileio import FileIO
 from paimon_core.layout import TablePaths
 
@@ -34,6 +35,21 @@ def utc_text(millis: int) -> str:
         return dt.datetime.fromtimestamp(millis / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     except (OverflowError, ValueError, OSError):
         return f"{millis} ms"
+
+
+def epoch_ms(moment: dt.datetime | int | None, *, what: str, name: str) -> int | None:
+    """Epoch milliseconds of a datetime (naive: local time, as ``datetime.now()`` gives) or of
+    an int already in milliseconds.
+
+    Anything else (a date string, a float, a bool) is refused rather than guessed at: a wrong
+    cut-off decides which snapshots and files are deleted.
+    """
+    if moment is None or isinstance(moment, dt.datetime):
+        return None if moment is None else int(moment.timestamp() * 1000)
+    if isinstance(moment, numbers.Integral) and not isinstance(moment, bool):  # int, numpy integers
+        return int(moment)
+    raise InvalidArgumentError(f"{what}: {name} must be a datetime or epoch milliseconds (int), "
+                               f"not {type(moment).__name__} {moment!r}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
-import numbers
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -34,6 +33,7 @@ from paimon_core.maintenance.after_commit import maintain_after_commit
 from paimon_core.maintenance.auto_tags import AutoTagResult, create_automatic_tags
 from paimon_core.maintenance.drop_partitions import DroppedPartitions, drop_partitions
 from paimon_core.maintenance.expiry import ExpiryPlan, SnapshotExpiry
+from paimon_core.maintenance.mark_done import MarkedDone, SuccessFile, mark_partitions_done, read_success_file
 from paimon_core.maintenance.orphans import OrphanFiles, OrphanFilesClean
 from paimon_core.maintenance.rollback import Rollback, plan_rollback, rollback_to
 from paimon_core.manifest import IndexManifestEntry, ManifestEntry, read_index_manifest
@@ -56,7 +56,14 @@ from paimon_core.read.split_read import SplitReader
 from paimon_core.read.stream import ChangeBatch, ChangeStream, start_position
 from paimon_core.schema import SchemaChange, TableSchema, apply_changes
 from paimon_core.schema_store import SchemaStore
-from paimon_core.snapshot import BATCH_COMMIT_IDENTIFIER, ChangeHistory, ChangelogStore, Snapshot, SnapshotStore
+from paimon_core.snapshot import (
+    BATCH_COMMIT_IDENTIFIER,
+    ChangeHistory,
+    ChangelogStore,
+    Snapshot,
+    SnapshotStore,
+    epoch_ms,
+)
 from paimon_core.tags import Tag, TagStore
 from paimon_core.write.append_writer import AppendWriter
 from paimon_core.write.conform import check_partition_values, conform, internal_partition_spec, iter_input
@@ -67,6 +74,8 @@ from paimon_core.write.shard import Shard, as_shard
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from paimon_core.read.lookup import TableLookup
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +142,18 @@ class Table:
         """Snapshot ``snapshot_id``; raises SnapshotExpiredError / SnapshotNotFoundError if it is gone."""
         return self.snapshot_store.snapshot(snapshot_id)
 
+    def snapshot_at(self, moment: dt.datetime | int) -> Snapshot:
+        """The newest snapshot committed at or before ``moment`` (a datetime, naive meaning local
+        time, or epoch milliseconds): the one a read with ``timestamp_ms`` sees.
+
+        Raises:
+            SnapshotNotFoundError: no retained snapshot is that old (names the earliest).
+        """
+        timestamp_ms = epoch_ms(moment, what=f"time travel on table {self.name}", name="moment")
+        if timestamp_ms is None:
+            raise InvalidArgumentError(f"time travel on table {self.name}: give a datetime or epoch milliseconds")
+        return self.snapshot_store.at_or_before(timestamp_ms)
+
     def snapshots(self) -> list[Snapshot]:
         """Every retained snapshot, oldest first."""
         return list(self.snapshot_store.snapshots())
@@ -179,7 +200,7 @@ class Table:
             progress: ``(stage, done, total)`` as files are deleted (see :mod:`paimon_core.progress`).
         """
         expiry = SnapshotExpiry(self)
-        older_than_ms = _epoch_ms(older_than, what=f"expiry of table {self.name}")
+        older_than_ms = epoch_ms(older_than, what=f"expiry of table {self.name}", name="older_than")
         plan = expiry.plan(expiry.retention(older_than_ms=older_than_ms, retain_min=retain_min,
                                             retain_max=retain_max, limit=max_deletes),
                            changelog_older_than_ms=older_than_ms)
@@ -196,13 +217,14 @@ class Table:
         ``older_than`` (a datetime or epoch milliseconds; default a day ago; within an hour of now
         only with ``force``, as files of commits in flight are that young). ``dry_run`` (the
         default) only lists them; ``progress`` hears of files listed and snapshots read."""
-        older_than_ms = _epoch_ms(older_than, what=f"orphan-file cleanup of table {self.name}")
+        older_than_ms = epoch_ms(older_than, what=f"orphan-file cleanup of table {self.name}",
+                                  name="older_than")
         return OrphanFilesClean(self).run(older_than_ms=older_than_ms, dry_run=dry_run, force=force,
                                           progress=progress)
 
     def rollback_to(self, target: int | str | dt.datetime, *, dry_run: bool = False) -> Rollback:
         """Make a snapshot id, a tag, or the snapshot current at a time (a datetime; naive is
-        UTC) the latest state; newer snapshots and tags are removed (their files are left to
+        local time) the latest state; newer snapshots and tags are removed (their files are left to
         orphan-file cleanup). Stop writers first. ``dry_run`` only says what would go."""
         return plan_rollback(self, target) if dry_run else rollback_to(self, target)
 
@@ -213,6 +235,19 @@ class Table:
         counts what would go. Earlier snapshots and tags keep the files until they expire."""
         specs = [partitions] if isinstance(partitions, Mapping) else list(partitions)
         return drop_partitions(self, specs, dry_run=dry_run, commit_user=commit_user)
+
+    def mark_partitions_done(self, partitions: PartitionSpec | str | Sequence[PartitionSpec | str]) -> MarkedDone:
+        """Tell downstream readers these partitions are complete: write (or refresh) each one's
+        ``_SUCCESS`` file as Java Paimon's ``mark_partition_done`` does. A spec is a
+        ``{column: value}`` map or a ``k=v/k2=v2`` path over a leading run of the partition keys;
+        the partition need not hold data yet (an hour without events is done too)."""
+        specs = [partitions] if isinstance(partitions, Mapping | str) else list(partitions)
+        return mark_partitions_done(self, specs)
+
+    def success_file(self, partition: PartitionSpec | str) -> SuccessFile | None:
+        """The ``_SUCCESS`` file of a partition (when it was first and last marked done), or
+        None if it never was."""
+        return read_success_file(self, partition)
 
     @contextlib.contextmanager
     def _expiry_guard(self, snapshot: Snapshot | None) -> Iterator[None]:
@@ -477,7 +512,7 @@ class Table:
         return TableLookup(self, columns, cache=False).lookup(keys, snapshot_id=snapshot_id)
 
     def new_lookup(self, columns: Sequence[str] | None = None, *,
-                   options: Mapping[str, str] | None = None) -> Any:
+                   options: Mapping[str, str] | None = None) -> TableLookup:
         """A :class:`paimon_core.TableLookup` for repeated :meth:`lookup` calls (a lookup join).
 
         It keeps decoded row groups in memory, bounded by ``lookup.cache-max-memory-size``
@@ -630,6 +665,13 @@ class Table:
         from paimon_core.system import read_system_table
 
         return read_system_table(self, name, snapshot_id=snapshot_id)
+
+    def system_batches(self, name: str, *, snapshot_id: int | None = None) -> pa.RecordBatchReader:
+        """:meth:`system` as a stream of record batches: ``audit_log`` (a whole snapshot's rows)
+        is read a section at a time, so taking its first rows reads only those files."""
+        from paimon_core.system import system_table_reader
+
+        return system_table_reader(self, name, snapshot_id=snapshot_id)
 
     def has_changes(self, snapshot: Snapshot) -> bool:
         """Whether change reads and streams find rows in ``snapshot`` (metadata only)."""
@@ -946,20 +988,6 @@ def overwrite_spec(table: Table, schema: TableSchema, options: TableOptions,
     if not spec:
         return Overwrite("table")
     return Overwrite("static", internal_partition_spec(spec, schema, table=table.name))
-
-
-def _epoch_ms(moment: dt.datetime | int | None, *, what: str) -> int | None:
-    """Epoch milliseconds of a datetime (naive: local time) or of an int already in milliseconds.
-
-    Anything else (a date string, a float, a bool) is refused rather than guessed at: a wrong
-    cut-off decides which snapshots and files are deleted.
-    """
-    if moment is None or isinstance(moment, dt.datetime):
-        return None if moment is None else int(moment.timestamp() * 1000)
-    if isinstance(moment, numbers.Integral) and not isinstance(moment, bool):  # int, numpy integers
-        return int(moment)
-    raise OptionError(f"{what}: older_than must be a datetime or epoch milliseconds (int), "
-                      f"not {type(moment).__name__} {moment!r}")
 
 
 def _read_all(reader: SplitReader, splits: Sequence[DataSplit]) -> pa.Table:

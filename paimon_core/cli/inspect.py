@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -94,7 +94,7 @@ def _snapshot_id(table: Table, args: argparse.Namespace) -> int | None:
         return table.tag(args.tag).id
     timestamp = time_arg(getattr(args, "timestamp", None), "--timestamp")
     if timestamp is not None:
-        return table.snapshot_store.at_or_before(timestamp).id
+        return table.snapshot_at(timestamp).id
     snapshot: int | None = getattr(args, "snapshot", None)
     return snapshot
 
@@ -103,27 +103,35 @@ def cmd_read(catalog: Catalog, args: argparse.Namespace) -> Listing:
     name, system = split_name(args.table)
     table = catalog.get_table(name)
     columns, dnf = columns_arg(args.columns), filter_arg(args.filter)
-    if system is not None:
-        data = table.system(system, snapshot_id=_snapshot_id(table, args))
-        if dnf is not None:
-            data = data.filter(dnf_expression(dnf, data.schema, args.table))
-        if columns:
-            missing = [c for c in columns if c not in data.column_names]
-            if missing:
-                raise OptionError(f"--columns {missing} are not columns of {args.table}; columns are "
-                                  f"{data.column_names}")
-            data = data.select(columns)
-        return _listing(data.slice(0, args.limit))
-    reader = table.to_batches(columns, dnf, snapshot_id=args.snapshot, tag=args.tag,
-                              timestamp_ms=time_arg(args.timestamp, "--timestamp"))
-    batches: list[pa.RecordBatch] = []
-    wanted = args.limit
-    for batch in reader:
-        batches.append(batch.slice(0, wanted))
-        wanted -= min(wanted, batch.num_rows)
+    if system is None:
+        reader = table.to_batches(columns, dnf, snapshot_id=args.snapshot, tag=args.tag,
+                                  timestamp_ms=time_arg(args.timestamp, "--timestamp"))
+        return _listing(_first_rows(reader, reader.schema, args.limit))
+    stream = table.system_batches(system, snapshot_id=_snapshot_id(table, args))
+    schema = stream.schema
+    if columns:
+        missing = [c for c in columns if c not in schema.names]
+        if missing:
+            raise OptionError(f"--columns {missing} are not columns of {args.table}; columns are {schema.names}")
+    where = dnf_expression(dnf, schema, args.table) if dnf is not None else None
+    chosen = columns or schema.names
+    batches = (pa.Table.from_batches([b]).filter(where) if where is not None else pa.Table.from_batches([b])
+               for b in stream)
+    shown = (t.select(chosen) for t in batches)
+    return _listing(_first_rows(shown, pa.schema([schema.field(c) for c in chosen]), args.limit))
+
+
+def _first_rows(chunks: Iterable[pa.RecordBatch | pa.Table], schema: pa.Schema, limit: int) -> pa.Table:
+    """The first ``limit`` rows of a stream, reading no further than they need."""
+    taken: list[pa.Table] = []
+    wanted = limit
+    for chunk in chunks if wanted > 0 else ():
+        part = chunk.slice(0, wanted)
+        taken.append(part if isinstance(part, pa.Table) else pa.Table.from_batches([part]))
+        wanted -= part.num_rows
         if wanted == 0:
             break
-    return _listing(pa.Table.from_batches(batches, reader.schema))
+    return pa.concat_tables(taken) if taken else schema.empty_table()
 
 
 def _listing(data: pa.Table) -> Listing:

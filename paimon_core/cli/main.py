@@ -1,5 +1,5 @@
 """The ``paimon`` command line: inspect a warehouse's tables, snapshots, files, rows and system
-tables; create and alter tables; compact, expire, clean up, tag, roll back and drop partitions.
+tables; create and alter tables; compact, expire, clean up, tag, roll back, drop partitions and mark them done.
 
 Destructive commands never act by default: expiry and orphan cleanup are dry runs without
 ``--execute``; rollback, tag deletion and partition drops show what changes and need ``--yes``
@@ -132,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_changes(commands: _Commands) -> None:
-    """Subcommands that compact, expire, clean up, tag, roll back and drop."""
+    """Subcommands that compact, expire, clean up, tag, roll back, drop and mark partitions done."""
     compact = commands.add("compact", maintain.cmd_compact, "compact a table (one COMPACT snapshot)")
     compact.add_argument("--partition", type=_partition_spec, action="append", help="k=v[,k2=v2]; repeatable")
     compact.add_argument("--bucket", type=int, action="append", help="bucket number; repeatable")
@@ -170,6 +170,10 @@ def _add_changes(commands: _Commands) -> None:
     drop.add_argument("--partition", type=_partition_spec, action="append", required=True,
                       help="k=v[,k2=v2] (a prefix of the partition keys); repeatable")
     _destructive(drop, None)
+    done = commands.add("mark-partition-done", maintain.cmd_mark_partition_done,
+                        "write each partition's _SUCCESS file for downstream readers")
+    done.add_argument("--partition", type=_partition_spec, action="append", required=True,
+                      help="k=v[,k2=v2] (a leading run of the partition keys); repeatable")
 
 
 def _destructive(parser: argparse.ArgumentParser, execute_help: str | None) -> None:

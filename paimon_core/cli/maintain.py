@@ -132,6 +132,13 @@ def cmd_drop_partition(catalog: Catalog, args: argparse.Namespace) -> Listing:
                    footer=(done.summary(),))
 
 
+def cmd_mark_partition_done(catalog: Catalog, args: argparse.Namespace) -> Listing:
+    done = catalog.get_table(args.table).mark_partitions_done(args.partition)
+    return Listing(("partition", "first marked", "last marked"),
+                   [(p, f.creation_time, f.modification_time) for p, f in zip(done.partitions, done.files)],
+                   {"first marked": TIME, "last marked": TIME}, footer=(done.summary(),))
+
+
 def print_plan(args: argparse.Namespace, listing: Listing, summary: str) -> None:
     """Show what a confirmed command will change before asking (on stderr for --format json/csv,
     so stdout stays parseable)."""

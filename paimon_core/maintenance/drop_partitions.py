@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from paimon_core.commit import FileStoreCommit, Overwrite, new_commit_user
 from paimon_core.errors import SchemaError
 from paimon_core.manifest import ManifestEntry
-from paimon_core.read.scan import PartitionDecoder, live_entries
+from paimon_core.read.scan import PartitionDecoder, PartitionSpecMatcher, live_entries
 from paimon_core.write.conform import internal_partition_spec
 from paimon_core.write.routing import make_partition
 
@@ -63,14 +63,12 @@ def drop_partitions(table: Table, partitions: Sequence[Mapping[str, Any] | str],
     latest = table.latest_snapshot()
     decode = PartitionDecoder(schema.partition_types)
     keys = list(schema.partition_keys)
-    wanted = [[(keys.index(k), v) for k, v in spec.items()] for spec in specs]
+    matcher = PartitionSpecMatcher(specs, keys, decode)
     matched: dict[int, list[ManifestEntry]] = {i: [] for i in range(len(specs))}
     if latest is not None:
         for entry in live_entries(table.file_io, table.paths, latest):
-            values = decode(entry.partition)
-            for i, spec in enumerate(wanted):
-                if all(values[position] == v for position, v in spec):
-                    matched[i].append(entry)
+            for i in matcher.matching(entry.partition):
+                matched[i].append(entry)
     missing = [given[i] for i, entries in matched.items() if not entries]
     if missing:
         raise SchemaError(f"drop of partitions of table {table.name}: {missing} match no partition of the latest "

@@ -50,8 +50,7 @@ def _target(table: Table, target: int | str | dt.datetime) -> tuple[Snapshot, st
         snapshot = TagStore(table.file_io, table.paths, table.name).get(target).snapshot
         return snapshot, None if store.exists(snapshot.id) else target
     if isinstance(target, dt.datetime):
-        moment = target if target.tzinfo is not None else target.replace(tzinfo=dt.UTC)
-        return store.at_or_before(int(moment.timestamp() * 1000)), None
+        return table.snapshot_at(target), None
     return store.snapshot(target), None  # raises for an expired or unknown id
 
 

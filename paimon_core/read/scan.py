@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -123,6 +123,28 @@ class PartitionDecoder:
         if values is None:
             values = self._cache[row] = deserialize_with_arity(row, self.types)
         return values
+
+
+class PartitionSpecMatcher:
+    """Which of several partition specs an encoded partition matches.
+
+    A spec maps a subset of the partition keys to internal values (``{"dt": 19723}`` matches
+    every partition of that day, whatever its other keys hold).
+    """
+
+    def __init__(self, specs: Sequence[Mapping[str, Any]], keys: Sequence[str], decode: PartitionDecoder) -> None:
+        positions = {key: i for i, key in enumerate(keys)}
+        self._wanted = [[(positions[k], v) for k, v in spec.items()] for spec in specs]
+        self._decode = decode
+
+    def matching(self, row: bytes) -> list[int]:
+        """Indexes of the specs ``row`` matches."""
+        values = self._decode(row)
+        return [i for i, spec in enumerate(self._wanted) if all(values[p] == v for p, v in spec)]
+
+    def __call__(self, row: bytes) -> bool:
+        values = self._decode(row)
+        return any(all(values[p] == v for p, v in spec) for spec in self._wanted)
 
 
 class TableScan:

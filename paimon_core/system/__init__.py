@@ -11,6 +11,7 @@ Paimon's Java ``*Table`` classes, in the shape of Paimon 0.9.0 where later versi
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -66,10 +67,33 @@ def read_system_table(table: Table, name: str, *, snapshot_id: int | None = None
         OptionError: ``snapshot_id`` for a system table that does not travel in time.
         SnapshotNotFoundError: ``snapshot_id`` does not exist (any more).
     """
+    key = _checked_name(table, name, snapshot_id)
+    if key == "audit_log":
+        return _audit_log(table, *_target(table, snapshot_id)).read_all()
+    return _metadata_table(table, key, snapshot_id)
+
+
+def system_table_reader(table: Table, name: str, *, snapshot_id: int | None = None) -> pa.RecordBatchReader:
+    """The system table as a stream: ``$audit_log`` is read section by section (memory bounded
+    by what the caller holds, as :meth:`paimon_core.Table.to_batches`); the metadata tables are
+    small and built whole. Raises as :func:`read_system_table`."""
+    key = _checked_name(table, name, snapshot_id)
+    if key == "audit_log":
+        return _audit_log(table, *_target(table, snapshot_id))
+    data = _metadata_table(table, key, snapshot_id)
+    return pa.RecordBatchReader.from_batches(data.schema, data.to_batches())
+
+
+def _checked_name(table: Table, name: str, snapshot_id: int | None) -> str:
     key = system_table_name(name, table=table.name)
     if snapshot_id is not None and key not in TIME_TRAVEL_TABLES:
         raise OptionError(f"system table ${key} of table {table.name} lists every version and takes no snapshot_id; "
                           f"time travel applies to {', '.join('$' + n for n in sorted(TIME_TRAVEL_TABLES))}")
+    return key
+
+
+def _metadata_table(table: Table, key: str, snapshot_id: int | None) -> pa.Table:
+    """Every system table but ``$audit_log``, built from metadata only."""
     if key == "snapshots":
         return metadata.snapshots_table(table.snapshots())
     if key == "schemas":
@@ -83,8 +107,6 @@ def read_system_table(table: Table, name: str, *, snapshot_id: int | None = None
     snapshot, schema = _target(table, snapshot_id)
     if key == "files":
         return _files(table, snapshot, schema) if snapshot is not None else files.FILES_SCHEMA.empty_table()
-    if key == "audit_log":
-        return _audit_log(table, snapshot, schema)
     if snapshot is None:
         return SCHEMAS[key].empty_table()
     metas = read_manifest_metas(table.file_io, table.paths, snapshot)
@@ -113,14 +135,18 @@ def _files(table: Table, snapshot: Snapshot, schema: TableSchema) -> pa.Table:
     return files.files_table(splits, schema, {i: table.schemas.schema(i) for i in schema_ids})
 
 
-def _audit_log(table: Table, snapshot: Snapshot | None, schema: TableSchema) -> pa.Table:
+def _audit_log(table: Table, snapshot: Snapshot | None, schema: TableSchema) -> pa.RecordBatchReader:
     """A batch read of ``snapshot`` in ``schema`` with each row's kind (see :mod:`.audit_log`)."""
     splits = table.plan(snapshot_id=snapshot.id) if snapshot is not None else []
     if not schema.primary_keys:
         reader = SplitReader(table.file_io, table.paths, table.schemas, schema, table=table.name)
-        tables = [audit_log.with_inserts(t) for t in reader.read_splits(splits) if t.num_rows]
-        return pa.concat_tables(tables) if tables else audit_log.audit_schema(reader.output_schema).empty_table()
-    engine = engine_for(schema, TableOptions.from_map(schema.effective_options()), table=table.name)
-    merge_reader = audit_log.AuditLogReader(table.file_io, table.paths, table.schemas, schema, table=table.name,
-                                            engine=engine)
-    return merge_reader.read_audit(splits)
+        chunks: Iterator[pa.Table] = (audit_log.with_inserts(t) for t in reader.read_splits(splits))
+        output = audit_log.audit_schema(reader.output_schema)
+    else:
+        engine = engine_for(schema, TableOptions.from_map(schema.effective_options()), table=table.name)
+        merge_reader = audit_log.AuditLogReader(table.file_io, table.paths, table.schemas, schema,
+                                                table=table.name, engine=engine)
+        chunks = merge_reader.iter_audit(splits)
+        output = audit_log.audit_schema(merge_reader.output_schema)
+    batches = (batch for chunk in chunks for batch in chunk.to_batches())
+    return pa.RecordBatchReader.from_batches(output, batches)

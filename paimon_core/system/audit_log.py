@@ -48,10 +48,6 @@ class AuditLogReader(MergeSplitReader):
     its system columns and keeps the merged kind, so ``+U`` rows and surviving deletes show.
     """
 
-    def read_audit(self, splits: Sequence[DataSplit]) -> pa.Table:
-        tables = [t for t in self.iter_audit(splits) if t.num_rows]
-        return pa.concat_tables(tables) if tables else audit_schema(self.output_schema).empty_table()
-
     def iter_audit(self, splits: Sequence[DataSplit]) -> Iterator[pa.Table]:
         """Merged sections with their kinds, in split and key order (a few read at a time)."""
         work = [(split, section) for split in splits for section in sections(split.files, self.bounds)]

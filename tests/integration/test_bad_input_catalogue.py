@@ -123,6 +123,7 @@ from paimon_core.errors import (
     CorruptDataFileError,
     CorruptMetadataError,
     FileIOError,
+    InvalidArgumentError,
     InvalidNameError,
     OptionError,
     PaimonError,
@@ -743,13 +744,14 @@ def test_cli_reports_bad_input_on_one_line(catalog: paimon.Catalog, cli_table: p
 
 
 @pytest.mark.parametrize(("call", "error", "words"), [
-    pytest.param(lambda t: t.expire_snapshots(dry_run=False, older_than="2024-01-01"), OptionError,
+    pytest.param(lambda t: t.expire_snapshots(dry_run=False, older_than="2024-01-01"), InvalidArgumentError,
                  ["older_than", "'2024-01-01'", "expiry of table db.pk"], id="expire-older-than-string"),
-    pytest.param(lambda t: t.expire_snapshots(dry_run=False, older_than=1.7e12), OptionError,
+    pytest.param(lambda t: t.expire_snapshots(dry_run=False, older_than=1.7e12), InvalidArgumentError,
                  ["older_than", "float", "db.pk"], id="expire-older-than-float"),
-    pytest.param(lambda t: t.expire_snapshots(dry_run=False, older_than=True), OptionError,
+    pytest.param(lambda t: t.expire_snapshots(dry_run=False, older_than=True), InvalidArgumentError,
                  ["older_than", "bool", "db.pk"], id="expire-older-than-bool"),
-    pytest.param(lambda t: t.remove_orphan_files(dry_run=False, older_than="yesterday", force=True), OptionError,
+    pytest.param(lambda t: t.remove_orphan_files(dry_run=False, older_than="yesterday", force=True),
+                 InvalidArgumentError,
                  ["older_than", "'yesterday'", "orphan-file cleanup of table db.pk"], id="orphans-older-than-string"),
     pytest.param(lambda t: t.expire_snapshots(dry_run=False, retain_min=-3), OptionError,
                  ["retain_min", "-3", "db.pk"], id="expire-retain-min-negative"),

@@ -230,6 +230,25 @@ def test_read_a_system_table(catalog: paimon.Catalog, table: paimon.Table, capsy
     assert code == 1 and "'nope'" in err and "snapshots" in err
 
 
+def test_a_limited_audit_log_read_stops_at_the_rows_it_shows(catalog: paimon.Catalog,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """``--limit`` on ``$audit_log`` reads the first sections only: with the files of the last
+    bucket gone, the limited read still answers and a full read fails."""
+    wide = catalog.create_table("db.wide", schema=SCHEMA, primary_keys=["id"], options={"bucket": "16"})
+    wide.write(pa.table({"dt": ["d"] * 400, "id": list(range(400)), "v": ["x"] * 400}, schema=SCHEMA))
+    wide.delete(pa.table({"id": [0, 1, 2]}))
+    last = wide.plan()[-1]
+    for meta in last.files:
+        (Path(wide.path) / f"bucket-{last.bucket}" / meta.file_name).unlink()
+    code, out, err = run(capsys, catalog.warehouse, "read", "db.wide$audit_log", "--limit", "3", "--format", "json",
+                         "--columns", "rowkind,id", "--filter", "rowkind = '+I'")
+    assert code == 0, err
+    rows = json.loads(out)
+    assert len(rows) == 3 and {r["rowkind"] for r in rows} == {"+I"}
+    with pytest.raises(FileNotFoundError):
+        wide.system("audit_log")
+
+
 # ---- DDL ------------------------------------------------------------------------------------------------
 
 

@@ -3,6 +3,7 @@ each now works or gets a typed error naming the fix, and a refusal changes nothi
 
 from __future__ import annotations
 
+import datetime as dt
 import warnings
 from pathlib import Path
 
@@ -179,3 +180,18 @@ def test_public_methods_have_docstrings() -> None:
                     and (inspect.isfunction(member) or isinstance(member, property))
                     and not inspect.getdoc(member)]
     assert undocumented == []
+
+
+def test_snapshot_at_a_time_and_rollback_to_a_naive_time_mean_local_time(pk: paimon.Table) -> None:
+    pk.write(pa.table({"id": [3], "v": ["c"], "dt": ["d2"]}, schema=KV))
+    first, second = pk.snapshot(1), pk.snapshot(2)
+    at_first = dt.datetime.fromtimestamp(first.time_millis / 1000)  # naive, local
+    assert pk.snapshot_at(first.time_millis).id == 1
+    assert pk.snapshot_at(at_first).id == 1
+    assert pk.snapshot_at(at_first.astimezone(dt.UTC)).id == 1
+    assert pk.snapshot_at(dt.datetime.fromtimestamp(second.time_millis / 1000)).id == 2
+    with pytest.raises(InvalidArgumentError, match="moment must be a datetime or epoch milliseconds"):
+        pk.snapshot_at("2024-01-01")  # type: ignore[arg-type]
+    assert pk.rollback_to(at_first, dry_run=True).removed_snapshots == (2,)
+    with pytest.raises(InvalidArgumentError, match="older_than must be"):
+        pk.expire_snapshots(older_than="yesterday")  # type: ignore[arg-type]

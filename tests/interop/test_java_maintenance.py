@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 import paimon_core as pc
@@ -101,3 +102,33 @@ def test_java_reads_after_our_rollback_and_manifest_merging(tmp_path: Path, java
     ours_at_5 = table.snapshot(5).commit_user
     assert table.snapshot(6).commit_kind == "APPEND" and table.snapshot(6).commit_user != ours_at_5
     assert_reads_match(table, java_oracle, tmp_path)
+
+
+def test_partitions_marked_done_read_the_same_on_both_sides(tmp_path: Path, java_oracle: JavaOracle) -> None:
+    """Java's ``mark_partition_done`` (success-file) and ours write one ``_SUCCESS`` per partition
+    that the other side reads and refreshes, keeping the first mark's time."""
+    schema = pa.schema([("id", pa.int64()), ("dt", pa.string()), ("hr", pa.int32())])
+    catalog = pc.Catalog(str(tmp_path))
+    catalog.create_database("db")
+    table = catalog.create_table("db.t", schema=schema, partition_keys=["dt", "hr"])
+    table.write(pa.table({"id": [1, 2], "dt": ["2024-01-01", "2024-01-01"], "hr": [1, 2]}, schema=schema))
+    ours = table.mark_partitions_done([{"dt": "2024-01-01", "hr": 1}, {"dt": "2024-01-02"}])
+    java_says = java_oracle.run(tmp_path, [
+        {"op": "success_file", "table": "db.t", "partition": {"dt": "2024-01-01", "hr": "1"}},
+        {"op": "success_file", "table": "db.t", "partition": {"dt": "2024-01-02"}},
+        {"op": "success_file", "table": "db.t", "partition": {"dt": "2024-01-01", "hr": "2"}},
+        {"op": "mark_done", "table": "db.t", "partitions": [{"dt": "2024-01-01", "hr": "2"},
+                                                            {"dt": "2024-01-02"}]},
+    ])
+    assert java_says[:3] == [{"creationTime": f.creation_time, "modificationTime": f.modification_time}
+                             for f in ours.files] + [None]
+    by_java = table.success_file({"dt": "2024-01-01", "hr": 2})
+    refreshed = table.success_file({"dt": "2024-01-02"})
+    assert by_java is not None and by_java.creation_time == by_java.modification_time >= ours.files[1].creation_time
+    assert refreshed is not None and refreshed.creation_time == ours.files[1].creation_time
+    assert refreshed.modification_time >= ours.files[1].modification_time
+    again = table.mark_partitions_done({"dt": "2024-01-01", "hr": 2})
+    assert again.files[0].creation_time == by_java.creation_time
+    assert java_oracle.run(tmp_path, [{"op": "success_file", "table": "db.t",
+                                       "partition": {"dt": "2024-01-01", "hr": "2"}}]) == [
+        {"creationTime": by_java.creation_time, "modificationTime": again.files[0].modification_time}]

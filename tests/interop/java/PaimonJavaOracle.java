@@ -223,9 +223,47 @@ public final class PaimonJavaOracle {
                 return bucketsOf(step);
             case "system_table":
                 return systemTable(step);
+            case "mark_done":
+                markDone(step);
+                return null;
+            case "success_file":
+                return successFile(step);
             default:
                 throw new IllegalArgumentException("unknown step " + op);
         }
+    }
+
+    /** Paimon's mark_partition_done with the success-file action, for each partition spec given. */
+    private void markDone(JsonNode step) throws Exception {
+        FileStoreTable table = table(step);
+        List<Map<String, String>> partitions = new ArrayList<>();
+        step.get("partitions").forEach(p -> partitions.add(stringMap(p)));
+        try (org.apache.paimon.partition.actions.SuccessFileMarkDoneAction action =
+                new org.apache.paimon.partition.actions.SuccessFileMarkDoneAction(table.fileIO(), table.location())) {
+            for (String path : org.apache.paimon.utils.PartitionPathUtils.generatePartitionPaths(
+                    partitions, table.schema().logicalPartitionType())) {
+                action.markDone(path);
+            }
+        }
+    }
+
+    /** A partition's _SUCCESS file as Java reads it, or null. */
+    private JsonNode successFile(JsonNode step) throws Exception {
+        FileStoreTable table = table(step);
+        LinkedHashMap<String, String> spec = new LinkedHashMap<>(stringMap(step.get("partition")));
+        org.apache.paimon.fs.Path path = new org.apache.paimon.fs.Path(
+                new org.apache.paimon.fs.Path(table.location(),
+                        org.apache.paimon.utils.PartitionPathUtils.generatePartitionPath(spec)),
+                org.apache.paimon.partition.actions.SuccessFileMarkDoneAction.SUCCESS_FILE_NAME);
+        org.apache.paimon.partition.file.SuccessFile file =
+                org.apache.paimon.partition.file.SuccessFile.safelyFromPath(table.fileIO(), path);
+        if (file == null) {
+            return null;
+        }
+        ObjectNode out = JSON.createObjectNode();
+        out.put("creationTime", file.creationTime());
+        out.put("modificationTime", file.modificationTime());
+        return out;
     }
 
     private FileStoreTable table(JsonNode step) throws Exception {
