@@ -6,7 +6,7 @@ JAVA_ORACLE := .java-oracle
 BIN := $(VENV)/bin
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 
-.PHONY: demo test lint venv oracle java-oracle chromium bench ui clean
+.PHONY: demo test check lint venv oracle java-oracle chromium bench ui clean
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -59,9 +59,16 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-# The storage tests need S3: SeaweedFS and moto are started on 127.0.0.1 and stopped by PID.
+# Everything. The storage tests need S3: SeaweedFS and moto are started on 127.0.0.1 and stopped
+# by PID. Three pytest workers on two cores: many tests wait on processes, JVMs and daemons.
+TEST_WORKERS ?= 3
 test: venv oracle java-oracle chromium lint
-	tests/s3/with_servers.sh $(BIN)/python $(BIN)/pytest
+	tests/s3/with_servers.sh $(BIN)/python $(BIN)/pytest -n $(TEST_WORKERS) --durations=25
+
+# The inner loop: lint, types, unit and core integration tests (no S3 server, oracle, fault
+# trials, live Dagster or long test; see the markers in tests/conftest.py).
+check: venv lint
+	$(BIN)/pytest -q -n 2 -m "not (s3 or interop or torture or live or slow)" tests/unit tests/integration
 
 bench: venv oracle
 	$(BIN)/python benchmarks/append_bench.py

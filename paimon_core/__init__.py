@@ -8,8 +8,11 @@ from paimon_core.compaction.state import BucketState, LsmState
 from paimon_core.consumer import Consumer
 from paimon_core.errors import PaimonError
 from paimon_core.maintenance.auto_tags import AutoTagResult
+from paimon_core.maintenance.drop_partitions import DroppedPartitions
 from paimon_core.maintenance.expiry import ExpiryPlan
+from paimon_core.maintenance.mark_done import MarkedDone, SuccessFile
 from paimon_core.maintenance.orphans import DAY_MS, OrphanFiles
+from paimon_core.maintenance.rollback import Rollback
 from paimon_core.options import TableOptions
 from paimon_core.read.changes import ROW_KIND
 from paimon_core.read.lookup import TableLookup
@@ -26,11 +29,14 @@ from paimon_core.schema import (
     UpdateComment,
 )
 from paimon_core.snapshot import Snapshot
-from paimon_core.table import Table, TableWrite
+from paimon_core.table import FileInfo, Table
+from paimon_core.table_context import TableContext
+from paimon_core.tags import Tag
 from paimon_core.type_names import arrow_field_for, parse_type_name, type_name
 from paimon_core.version import __version__
 from paimon_core.write.prepared import CommitOutcome, PreparedCommit
 from paimon_core.write.shard import Shard
+from paimon_core.write.table_write import TableWrite
 
 __all__ = [
     "DAY_MS",
@@ -48,21 +54,28 @@ __all__ = [
     "Consumer",
     "DataSplit",
     "DropColumn",
+    "DroppedPartitions",
     "ExpiryPlan",
+    "FileInfo",
     "LsmState",
+    "MarkedDone",
     "OrphanFiles",
     "PaimonError",
     "PreparedCommit",
     "RemoveOption",
     "RenameColumn",
+    "Rollback",
     "SetOption",
     "Shard",
     "Snapshot",
+    "SuccessFile",
     "Table",
+    "TableContext",
     "TableLookup",
     "TableOptions",
     "TableSchema",
     "TableWrite",
+    "Tag",
     "UpdateColumnType",
     "UpdateComment",
     "__version__",

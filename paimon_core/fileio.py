@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import inspect
 import logging
 import os
 import re
@@ -125,6 +126,14 @@ class FileIO:
         self.arrow_fs: pafs.FileSystem = (
             pafs.LocalFileSystem() if self.is_local else pafs.PyFileSystem(pafs.FSSpecHandler(fs))
         )
+        # s3fs, gcsfs and adlfs open a file of a given size without asking the store for it
+        self._opens_sized = "size" in inspect.signature(fs._open).parameters
+        # s3fs asks a whole-file read for the object's size first (to split big objects into
+        # concurrent ranges); metadata files are small, so one GET reads them
+        cat = getattr(fs, "_cat_file", None)
+        self._cat_options: dict[str, Any] = (
+            {"max_concurrency": 1} if cat is not None and "max_concurrency" in inspect.signature(cat).parameters
+            else {})
 
     @classmethod
     def for_uri(cls, uri: str, storage_options: Mapping[str, Any] | None = None) -> tuple[FileIO, str]:
@@ -194,7 +203,7 @@ class FileIO:
         if self.is_local:
             with open(path, "rb") as f:
                 return f.read()
-        return bytes(self.fs.cat_file(path))
+        return bytes(self.fs.cat_file(path, **self._cat_options))
 
     def read_text(self, path: str) -> str:
         return self.read_bytes(path).decode("utf-8")
@@ -242,9 +251,21 @@ class FileIO:
                                       int(st.st_mtime * 1000)))
             return out
 
-    def open_input(self, path: str) -> pa.NativeFile:
-        """A random-access Arrow file (for Parquet/ORC readers)."""
-        return self.arrow_fs.open_input_file(path)
+    def open_input(self, path: str, size: int | None = None) -> pa.NativeFile:
+        """A random-access Arrow file (for Parquet/ORC readers).
+
+        ``size``, when the caller knows it (a data file's manifest entry does), spares an object
+        store the two HEAD requests Arrow's fsspec bridge sends before a read (one to check the
+        file exists, one for its size); a missing file then fails at the first read instead.
+        """
+        if self.is_local or size is None or not self._opens_sized:
+            return self.arrow_fs.open_input_file(path)
+        handle = self.fs.open(path, mode="rb", size=size)
+        if isinstance(handle, fsspec.spec.AbstractBufferedFile):
+            # what the file's first range read would otherwise HEAD for (its ETag, to notice a
+            # change between reads): data files are never rewritten in place
+            handle.details = {"name": path, "size": size, "type": "file"}
+        return pa.PythonFile(handle, mode="r")
 
     # ----------------------------------------------------------------------------------
     # writes

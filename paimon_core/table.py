@@ -8,13 +8,12 @@ import logging
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimon_core.commit import FileStoreCommit, IndexUpdate, Overwrite, new_commit_user
+from paimon_core.commit import FileStoreCommit, new_commit_user
 from paimon_core.compaction.compactor import CompactionResult, PartitionSpec, TableCompactor
 from paimon_core.compaction.state import LsmState
 from paimon_core.consumer import Consumer, ConsumerStore
@@ -24,11 +23,9 @@ from paimon_core.errors import (
     SchemaError,
     SnapshotExpiredError,
     SnapshotNotFoundError,
-    UnsupportedFeatureError,
-    WriterClosedError,
 )
 from paimon_core.fileio import FileIO
-from paimon_core.layout import TablePaths, unescape_path_name
+from paimon_core.layout import TablePaths
 from paimon_core.maintenance.after_commit import maintain_after_commit
 from paimon_core.maintenance.auto_tags import AutoTagResult, create_automatic_tags
 from paimon_core.maintenance.drop_partitions import DroppedPartitions, drop_partitions
@@ -36,7 +33,6 @@ from paimon_core.maintenance.expiry import ExpiryPlan, SnapshotExpiry
 from paimon_core.maintenance.mark_done import MarkedDone, SuccessFile, mark_partitions_done, read_success_file
 from paimon_core.maintenance.orphans import OrphanFiles, OrphanFilesClean
 from paimon_core.maintenance.rollback import Rollback, plan_rollback, rollback_to
-from paimon_core.manifest import IndexManifestEntry, ManifestEntry, read_index_manifest
 from paimon_core.merge import engine_for
 from paimon_core.names import Identifier
 from paimon_core.options import TableOptions
@@ -64,13 +60,11 @@ from paimon_core.snapshot import (
     SnapshotStore,
     epoch_ms,
 )
+from paimon_core.table_context import OptionsCache, TableContext
 from paimon_core.tags import Tag, TagStore
-from paimon_core.write.append_writer import AppendWriter
-from paimon_core.write.conform import check_partition_values, conform, internal_partition_spec, iter_input
-from paimon_core.write.message import CommitMessage
 from paimon_core.write.prepared import CommitOutcome, PreparedCommit, commit_prepared
-from paimon_core.write.primary_key_sink import IndexState, PrimaryKeySink
 from paimon_core.write.shard import Shard, as_shard
+from paimon_core.write.table_write import OverwriteArg, TableWrite, overwrite_spec
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -79,8 +73,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-OverwriteArg = bool | Mapping[str, Any]
-_MAX_STALL_ROUNDS = 8  # each round is a compaction; more means the picker makes no progress
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +100,7 @@ class Table:
         self.schemas = SchemaStore(file_io, self.paths, self.name)
         self.snapshot_store = SnapshotStore(file_io, self.paths, self.name)
         self.change_history = ChangeHistory(self.snapshot_store, ChangelogStore(file_io, self.paths, self.name))
+        self._options = OptionsCache(self.name)
 
     def __repr__(self) -> str:
         return f"Table({self.name!r}, {self.file_io.uri(self.path)!r})"
@@ -122,7 +115,14 @@ class Table:
     @property
     def options(self) -> TableOptions:
         """The table options of the current schema, typed (see :class:`TableOptions`)."""
-        return TableOptions.from_map(self.schema.effective_options(), table=self.name)
+        return self._options.of(self.schema)
+
+    def context(self) -> TableContext:
+        """The table as one operation sees it: the latest schema and its options, read once
+        (each access to :attr:`schema` lists the schema directory to find the latest)."""
+        schema = self.schemas.latest()
+        return TableContext(self.file_io, self.paths, self.name, schema, self._options.of(schema), self.schemas,
+                            self.snapshot_store)
 
     @property
     def arrow_schema(self) -> pa.Schema:
@@ -199,7 +199,7 @@ class Table:
                 ``snapshot.num-retained.max`` and ``snapshot.expire.limit``.
             progress: ``(stage, done, total)`` as files are deleted (see :mod:`paimon_core.progress`).
         """
-        expiry = SnapshotExpiry(self)
+        expiry = SnapshotExpiry(self.context())
         older_than_ms = epoch_ms(older_than, what=f"expiry of table {self.name}", name="older_than")
         plan = expiry.plan(expiry.retention(older_than_ms=older_than_ms, retain_min=retain_min,
                                             retain_max=retain_max, limit=max_deletes),
@@ -209,7 +209,7 @@ class Table:
     def create_automatic_tags(self) -> AutoTagResult:
         """``tag.automatic-creation = process-time``: tag the last finished period if it is due
         (maintaining writers do this after each commit; write-only tables need a maintenance run)."""
-        return create_automatic_tags(self, int(time.time() * 1000))
+        return create_automatic_tags(self.context(), int(time.time() * 1000))
 
     def remove_orphan_files(self, *, older_than: dt.datetime | int | None = None, dry_run: bool = True,
                             force: bool = False, progress: Progress = no_progress) -> OrphanFiles:
@@ -219,14 +219,15 @@ class Table:
         default) only lists them; ``progress`` hears of files listed and snapshots read."""
         older_than_ms = epoch_ms(older_than, what=f"orphan-file cleanup of table {self.name}",
                                   name="older_than")
-        return OrphanFilesClean(self).run(older_than_ms=older_than_ms, dry_run=dry_run, force=force,
+        return OrphanFilesClean(self.context()).run(older_than_ms=older_than_ms, dry_run=dry_run, force=force,
                                           progress=progress)
 
     def rollback_to(self, target: int | str | dt.datetime, *, dry_run: bool = False) -> Rollback:
         """Make a snapshot id, a tag, or the snapshot current at a time (a datetime; naive is
         local time) the latest state; newer snapshots and tags are removed (their files are left to
         orphan-file cleanup). Stop writers first. ``dry_run`` only says what would go."""
-        return plan_rollback(self, target) if dry_run else rollback_to(self, target)
+        context = self.context()
+        return plan_rollback(context, target) if dry_run else rollback_to(context, target)
 
     def drop_partitions(self, partitions: PartitionSpec | Sequence[PartitionSpec], *, dry_run: bool = True,
                         commit_user: str | None = None) -> DroppedPartitions:
@@ -234,7 +235,7 @@ class Table:
         every partition below it) as one OVERWRITE snapshot; ``dry_run`` (the default) only
         counts what would go. Earlier snapshots and tags keep the files until they expire."""
         specs = [partitions] if isinstance(partitions, Mapping) else list(partitions)
-        return drop_partitions(self, specs, dry_run=dry_run, commit_user=commit_user)
+        return drop_partitions(self.context(), specs, dry_run=dry_run, commit_user=commit_user)
 
     def mark_partitions_done(self, partitions: PartitionSpec | str | Sequence[PartitionSpec | str]) -> MarkedDone:
         """Tell downstream readers these partitions are complete: write (or refresh) each one's
@@ -242,12 +243,12 @@ class Table:
         ``{column: value}`` map or a ``k=v/k2=v2`` path over a leading run of the partition keys;
         the partition need not hold data yet (an hour without events is done too)."""
         specs = [partitions] if isinstance(partitions, Mapping | str) else list(partitions)
-        return mark_partitions_done(self, specs)
+        return mark_partitions_done(self.context(), specs)
 
     def success_file(self, partition: PartitionSpec | str) -> SuccessFile | None:
         """The ``_SUCCESS`` file of a partition (when it was first and last marked done), or
         None if it never was."""
-        return read_success_file(self, partition)
+        return read_success_file(self.context(), partition)
 
     @contextlib.contextmanager
     def _expiry_guard(self, snapshot: Snapshot | None) -> Iterator[None]:
@@ -306,9 +307,8 @@ class Table:
         Raises:
             OptionError: ``require_existing`` and a named partition or bucket holds no files.
         """
-        return TableCompactor(self, commit_user=commit_user).compact(partitions, buckets, full=full,
-                                                                     progress=progress,
-                                                                     require_existing=require_existing)
+        return TableCompactor(self.context(), commit_user=commit_user).compact(
+            partitions, buckets, full=full, progress=progress, require_existing=require_existing)
 
     def prepare_compaction(self, partitions: PartitionSpec | Sequence[PartitionSpec] | None = None,
                            buckets: Iterable[int] | None = None, *, full: bool = False,
@@ -319,9 +319,10 @@ class Table:
         never compact the same bucket. Commit the tasks' results together with :meth:`commit`
         (one COMPACT snapshot) or each on its own (progress survives a failed task).
         """
-        compactor = TableCompactor(self)
+        context = self.context()
+        compactor = TableCompactor(context)
         prepared = compactor.prepare(partitions, buckets, full=full, shard=as_shard(shard))
-        return PreparedCommit(self.name, self.schema.id, compactions=prepared.increments, full=prepared.full,
+        return PreparedCommit(self.name, context.schema.id, compactions=prepared.increments, full=prepared.full,
                               reports=compactor.reports(prepared))
 
     def partition_of(self, path: str) -> dict[str, str | None]:
@@ -332,17 +333,7 @@ class Table:
         Raises:
             ValueError: ``path`` is not ``k=v[/k=v]``.
         """
-        if not path:
-            return {}
-        default = self.options.partition_default_name
-        spec: dict[str, str | None] = {}
-        for part in path.split("/"):
-            key, sep, value = part.partition("=")
-            if not sep:
-                raise ValueError(f"{path!r} is not a partition path of table {self.name} (want k=v[/k=v])")
-            text = unescape_path_name(value)
-            spec[unescape_path_name(key)] = None if text == default else text
-        return spec
+        return self.context().partition_of(path)
 
     def lsm_state(self, partitions: PartitionSpec | Sequence[PartitionSpec] | None = None,
                   buckets: Iterable[int] | None = None) -> LsmState:
@@ -350,7 +341,7 @@ class Table:
 
         Reads manifests only, never data files.
         """
-        return TableCompactor(self).state(partitions, buckets)
+        return TableCompactor(self.context()).state(partitions, buckets)
 
     # ---- writing ------------------------------------------------------------------------
 
@@ -359,7 +350,8 @@ class Table:
 
         Lets a retried job skip producing data that is already committed.
         """
-        committer = FileStoreCommit(self.file_io, self.paths, self.schema, self.options,
+        context = self.context()
+        committer = FileStoreCommit(self.file_io, self.paths, context.schema, context.options,
                                     table=self.name, commit_user=commit_user)
         return committer.find_committed(commit_identifier)
 
@@ -382,7 +374,7 @@ class Table:
                 input; hand their :meth:`TableWrite.prepare` results to :meth:`commit`.
                 Append tables without buckets take no shard: give each writer its own input.
         """
-        return TableWrite(self, commit_user=commit_user, commit_identifier=commit_identifier,
+        return TableWrite(self.context(), commit_user=commit_user, commit_identifier=commit_identifier,
                           overwrite=overwrite, properties=properties, shard=shard)
 
     def commit(self, prepared: Iterable[PreparedCommit | bytes], *, commit_user: str | None = None,
@@ -398,14 +390,15 @@ class Table:
         """
         started = time.monotonic()
         parts = [p if isinstance(p, PreparedCommit) else PreparedCommit.from_bytes(p) for p in prepared]
-        options = self.options
+        context = self.context()
+        options = context.options
         user = commit_user or new_commit_user(options)
-        spec = overwrite_spec(self, self.schema, options, overwrite)
-        outcome = commit_prepared(self, parts, commit_user=user, commit_identifier=commit_identifier,
+        spec = overwrite_spec(context, overwrite)
+        outcome = commit_prepared(context, parts, commit_user=user, commit_identifier=commit_identifier,
                                   overwrite=spec, properties=properties, started=started)
         if outcome.data_snapshot is not None and not options.write_only:
             written = {(m.partition.row, m.bucket) for p in parts for m in p.data}
-            maintain_after_commit(self, written, commit_user=user,
+            maintain_after_commit(context, written, commit_user=user,
                                   commit_identifier=BATCH_COMMIT_IDENTIFIER if commit_identifier is None
                                   else commit_identifier)
         return outcome
@@ -552,16 +545,20 @@ class Table:
         (``+I``, ``-U``, ``+U``, ``-D``), in commit order. ``start_snapshot`` defaults to before
         the earliest snapshot, ``end_snapshot`` to the latest.
         """
-        reader = self._change_reader(columns, filter)
-        tables = [b.data for b in self._changes_between(start_snapshot, end_snapshot, reader) if b.data.num_rows]
+        context = self.context()
+        reader = self._change_reader(context, columns, filter)
+        tables = [b.data for b in self._changes_between(context, start_snapshot, end_snapshot, reader)
+                  if b.data.num_rows]
         return pa.concat_tables(tables) if tables else reader.output_schema.empty_table()
 
     def iter_changes(self, start_snapshot: int | None = None, end_snapshot: int | None = None, *,
                      columns: Sequence[str] | None = None, filter: Any = None) -> Iterator[ChangeBatch]:
         """:meth:`read_changes` one snapshot at a time (snapshots without changes are skipped)."""
-        return self._changes_between(start_snapshot, end_snapshot, self._change_reader(columns, filter))
+        context = self.context()
+        return self._changes_between(context, start_snapshot, end_snapshot,
+                                     self._change_reader(context, columns, filter))
 
-    def _changes_between(self, start_snapshot: int | None, end_snapshot: int | None,
+    def _changes_between(self, context: TableContext, start_snapshot: int | None, end_snapshot: int | None,
                          reader: ChangeReader) -> Iterator[ChangeBatch]:
         history = self.change_history
         earliest, latest = history.earliest_id(), history.latest_id()
@@ -573,7 +570,7 @@ class Table:
             raise SnapshotNotFoundError(f"the changes of table {self.name} after snapshot {start} are partly "
                                         f"expired: the earliest snapshot is {earliest}")
         for snapshot_id in range(start + 1, end + 1):
-            batch = self._snapshot_changes(snapshot_id, reader)
+            batch = self._snapshot_changes(context, snapshot_id, reader)
             if batch is not None:
                 yield batch
 
@@ -589,7 +586,8 @@ class Table:
         there instead and saves progress as batches are handled. ``poll_interval_s`` defaults to
         ``continuous.discovery-interval``; ``until_latest`` stops once caught up.
         """
-        reader = self._change_reader(columns, filter)
+        context = self.context()
+        reader = self._change_reader(context, columns, filter)
         store = self.snapshot_store
         consumers = ConsumerStore(self.file_io, self.paths, self.name)
         older = None
@@ -600,39 +598,43 @@ class Table:
         start = start_position(scan_mode, latest=store.latest_id(), earliest=self.change_history.earliest_id(),
                                snapshot_id=snapshot_id, older_than_timestamp=older, table=self.name,
                                consumer_next=consumers.next_snapshot(consumer_id) if consumer_id else None)
-        interval = self.options.continuous_discovery_interval_ms / 1000 if poll_interval_s is None else poll_interval_s
+        interval = context.options.continuous_discovery_interval_ms / 1000 if poll_interval_s is None \
+            else poll_interval_s
         return ChangeStream(table=self.name, snapshots=self.change_history, start=start,
-                            read_full=lambda sid: self._full_batch(sid, columns, filter),
-                            read_changes=lambda sid: self._snapshot_changes(sid, reader),
+                            read_full=lambda sid: self._full_batch(context, sid, columns, filter),
+                            read_changes=lambda sid: self._snapshot_changes(context, sid, reader),
                             consumers=consumers, consumer_id=consumer_id, poll_interval_s=interval,
                             until_latest=until_latest, timeout_s=timeout_s)
 
-    def _change_reader(self, columns: Sequence[str] | None, filter: Any) -> ChangeReader:
-        warn_if_changes_are_inputs(self.schema, self.options, self.name)
-        return ChangeReader(self._reader(self.schema, columns, filter))
+    def _change_reader(self, context: TableContext, columns: Sequence[str] | None, filter: Any) -> ChangeReader:
+        warn_if_changes_are_inputs(context.schema, context.options, self.name)
+        return ChangeReader(self._reader(context.schema, columns, filter))
 
-    def _snapshot_changes(self, snapshot_id: int, reader: ChangeReader) -> ChangeBatch | None:
+    def _snapshot_changes(self, context: TableContext, snapshot_id: int,
+                          reader: ChangeReader) -> ChangeBatch | None:
         snapshot = self.change_history.snapshot(snapshot_id)
-        entries = change_entries(self.file_io, self.paths, snapshot, primary_key=bool(self.schema.primary_keys),
-                                 producer=self.options.changelog_producer)
+        entries = change_entries(self.file_io, self.paths, snapshot, primary_key=bool(context.schema.primary_keys),
+                                 producer=context.options.changelog_producer)
         if not entries:
             return None
-        data = reader.read(change_splits(snapshot, self.schema, entries))
+        data = reader.read(change_splits(snapshot, context.schema, entries))
         return ChangeBatch(snapshot_id, snapshot.commit_kind, data)
 
-    def _full_batch(self, snapshot_id: int, columns: Sequence[str] | None, filter: Any) -> ChangeBatch:
+    def _full_batch(self, context: TableContext, snapshot_id: int, columns: Sequence[str] | None,
+                    filter: Any) -> ChangeBatch:
         """The table at ``snapshot_id`` as inserts; what a changelog will still report is left out.
 
         With ``lookup`` level 0 is skipped (it surfaces as changelog when compacted), with
         ``full-compaction`` everything above the max level (as Paimon's streaming reads do).
         """
         snapshot = self.snapshot_store.snapshot(snapshot_id)
-        reader = self._reader(self.schema, columns, filter)
-        splits = self._splits(snapshot, self.schema, reader, batch=False)
-        producer = self.options.changelog_producer
-        if self.schema.primary_keys and producer in ("lookup", "full-compaction"):
-            keep = (lambda f: f.level > 0) if producer == "lookup" else (
-                lambda f: f.level == self.options.num_levels - 1)
+        schema, options = context.schema, context.options
+        reader = self._reader(schema, columns, filter)
+        splits = self._splits(snapshot, schema, reader, batch=False)
+        producer = options.changelog_producer
+        if schema.primary_keys and producer in ("lookup", "full-compaction"):
+            top = options.num_levels - 1
+            keep = (lambda f: f.level > 0) if producer == "lookup" else (lambda f: f.level == top)
             splits = [replace(s, files=tuple(f for f in s.files if keep(f))) for s in splits]
         data = _read_all(reader, splits)
         data = data.add_column(0, pa.field(ROW_KIND, pa.string(), False), pa.repeat(pa.scalar("+I"), data.num_rows))
@@ -675,13 +677,14 @@ class Table:
 
     def has_changes(self, snapshot: Snapshot) -> bool:
         """Whether change reads and streams find rows in ``snapshot`` (metadata only)."""
-        return carries_changes(snapshot, primary_key=bool(self.schema.primary_keys),
-                               producer=self.options.changelog_producer)
+        context = self.context()
+        return carries_changes(snapshot, primary_key=bool(context.schema.primary_keys),
+                               producer=context.options.changelog_producer)
 
     def _reader(self, schema: TableSchema, columns: Sequence[str] | None, filter: Any) -> SplitReader:
         predicate, expression = self._filters(filter, schema)
         if schema.primary_keys:
-            engine = engine_for(schema, TableOptions.from_map(schema.effective_options()), table=self.name)
+            engine = engine_for(schema, self._options.of(schema), table=self.name)
             return MergeSplitReader(self.file_io, self.paths, self.schemas, schema, columns=columns,
                                     predicate=predicate, expression=expression, table=self.name, engine=engine)
         return SplitReader(self.file_io, self.paths, self.schemas, schema, columns=columns,
@@ -697,7 +700,7 @@ class Table:
               batch: bool = True) -> list[DataSplit]:
         """The splits of a snapshot; ``batch`` reads follow Java's level-0 rule
         (:meth:`TableOptions.batch_scan_skips_level0`), streams their own."""
-        skip = batch and self.options.batch_scan_skips_level0(primary_key=bool(schema.primary_keys))
+        skip = batch and self._options.of(schema).batch_scan_skips_level0(primary_key=bool(schema.primary_keys))
         return TableScan(self.file_io, self.paths, self.schemas, snapshot, schema, predicate,
                          skip_level0=skip).plan()
 
@@ -734,275 +737,6 @@ class Table:
         return self.snapshot_store.latest()
 
 
-
-class TableWrite:
-    """Streams batches into data files and commits them atomically (see :meth:`Table.new_write`).
-
-    Used as a context manager, leaving the block without :meth:`commit` (or with an
-    exception) aborts: every file written is deleted and the table is unchanged.
-    """
-
-    def __init__(self, table: Table, *, commit_user: str | None, commit_identifier: int | None,
-                 overwrite: OverwriteArg, properties: Mapping[str, str] | None,
-                 shard: Shard | tuple[int, int] | None = None) -> None:
-        self.table = table
-        self.schema = table.schema
-        self.options = TableOptions.from_map(self.schema.effective_options(), table=table.name)
-        for key in ("row-tracking.enabled", "data-evolution.enabled"):
-            if self.schema.options.get(key, "false").lower() == "true":
-                raise UnsupportedFeatureError(f"writing table {table.name} with {key}=true is not "
-                                              "supported (row ids would not be assigned)")
-        self.commit_user = commit_user or new_commit_user(self.options)
-        self.commit_identifier = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier
-        self.overwrite = overwrite_spec(table, self.schema, self.options, overwrite)
-        self.properties = properties
-        self.shard = as_shard(shard)
-        if self.shard is not None and not self.schema.primary_keys and self.options.bucket < 0:
-            raise UnsupportedFeatureError(
-                f"table {table.name} has no buckets (bucket = -1), so its writers are not sharded: give each "
-                "writer its own slice of the input and no shard")
-        self._static = self._static_filter()
-        # Writers of tables without write-only compact what they wrote after each commit, and
-        # stall (compact first) while a bucket has more sorted runs than the stop trigger.
-        self.compacts = not self.options.write_only
-        self.compaction: CompactionResult | None = None
-        self.stall_seconds = 0.0
-        if self.compacts and self.schema.primary_keys and self.shard is None:
-            # a sharded writer leaves the stall to its committer, which compacts after the commit
-            self._stall_while_over_stop_trigger()
-        latest = table.snapshot_store.latest()
-        self._sink: PrimaryKeySink | None = None
-        self._appender: AppendWriter | None = None
-        if self.schema.primary_keys:
-            index_entries = read_index_manifest(table.file_io, table.paths.manifest_file(latest.index_manifest)) \
-                if latest is not None and latest.index_manifest else []
-            self._sink = PrimaryKeySink(table.file_io, table.paths, self.schema, self.options, table=table.name,
-                                        next_sequence=self._restore_sequence(latest),
-                                        index=IndexState(latest.index_manifest if latest else None, index_entries),
-                                        shard=self.shard)
-        else:
-            restore = self._restore_sequence(latest) if self.options.bucket > 0 else None
-            self._appender = AppendWriter(table.file_io, table.paths, self.schema, self.options,
-                                          next_sequence=restore, shard=self.shard)
-        self._closed = False
-
-    def _stall_while_over_stop_trigger(self) -> None:
-        """Paimon's write stall: no new level-0 run while a bucket is over the stop trigger."""
-        compactor = TableCompactor(self.table)
-        stop = self.options.sorted_run_stop_trigger
-        started = time.monotonic()
-        stalled = False
-        for _ in range(_MAX_STALL_ROUNDS):
-            over = [b for b in compactor.state().buckets if b.sorted_runs > stop]
-            if not over:
-                break
-            stalled = True
-            worst = max(over, key=lambda b: b.sorted_runs)
-            log.warning("write stall on %s: %d buckets over num-sorted-run.stop-trigger %d (worst: partition %r "
-                        "bucket %d with %d sorted runs); compacting before writing", self.table.name, len(over),
-                        stop, worst.partition, worst.bucket, worst.sorted_runs)
-            result = compactor.compact(partitions=None, buckets={b.bucket for b in over})
-            if result.snapshot_id is None:
-                break
-        if stalled:
-            self.stall_seconds = time.monotonic() - started
-            log.warning("write stall on %s ended after %.2fs", self.table.name, self.stall_seconds)
-
-    def _static_filter(self) -> pc.Expression | None:
-        if self.overwrite is None or self.overwrite.mode != "static" or not self.overwrite.partition:
-            return None
-        arrow = self.table.arrow_schema
-        expression = None
-        for key, value in self.overwrite.partition.items():
-            term = pc.field(key) == _internal_scalar(value, arrow.field(key).type)
-            expression = term if expression is None else expression & term
-        return expression
-
-    def _restore_sequence(self, latest: Snapshot | None) -> Any:
-        """Next sequence number per (partition, bucket): one past the largest in its files."""
-        highest: dict[tuple[bytes, int], int] = {}
-        if latest is not None:
-            entry: ManifestEntry
-            for entry in live_entries(self.table.file_io, self.table.paths, latest):
-                key = (entry.partition, entry.bucket)
-                highest[key] = max(highest.get(key, -1), entry.file.max_sequence_number)
-        return lambda partition, bucket: highest.get((partition, bucket), -1) + 1
-
-    def write(self, data: Any, *, row_kind: str | None = None) -> None:
-        """Add rows; they become visible only when :meth:`commit` succeeds.
-
-        Args:
-            row_kind: for primary-key tables, the kind of every row (``+I``, ``-U``, ``+U``,
-                ``-D``); by default the ``rowkind.field`` column's value, else ``+I`` (upsert).
-        """
-        self._add(data, row_kind=row_kind)
-
-    def delete(self, keys: Any) -> None:
-        """Delete rows of a primary-key table by key (other columns may be omitted)."""
-        if self._sink is None:
-            raise UnsupportedFeatureError(f"table {self.table.name} has no primary key to delete by")
-        self._add(keys, row_kind="-D")
-
-    def _add(self, data: Any, *, row_kind: str | None) -> None:
-        if self._closed:
-            raise WriterClosedError(f"this writer of table {self.table.name} is already closed (it committed, "
-                                    "prepared or aborted); open another with table.new_write()")
-        if self._sink is None and row_kind not in (None, "+I"):
-            raise UnsupportedFeatureError(f"append table {self.table.name} only takes +I rows, not {row_kind!r}")
-        try:
-            for batch in iter_input(data):
-                conformed = conform(batch, self.schema, self.table.name)
-                check_partition_values(conformed, self.schema, self.table.name)
-                self._check_static(conformed)
-                if self._sink is not None:
-                    self._sink.add(conformed, self._sink.kinds_of(conformed, row_kind))
-                elif self._appender is not None:
-                    self._appender.write(conformed)
-        except BaseException:
-            self.abort()
-            raise
-
-    def _check_static(self, data: pa.Table) -> None:
-        if self._static is None or data.num_rows == 0:
-            return
-        outside = data.filter(~self._static)
-        if outside.num_rows:
-            row = outside.slice(0, 1).to_pylist()[0]
-            spec = {k: row[k] for k in self.schema.partition_keys}
-            raise SchemaError(f"row with partition {spec} does not belong to the overwritten "
-                              f"partition {self.overwrite.partition if self.overwrite else {}} "
-                              f"of table {self.table.name}")
-
-    def commit(self, *, properties: Mapping[str, str] | None = None) -> int | None:
-        """Commit everything written; returns the snapshot id (None if nothing to commit).
-
-        Args:
-            properties: snapshot properties known only now (e.g. counts of what was written),
-                added to those given when the writer was created.
-        """
-        if properties:
-            self.properties = {**(self.properties or {}), **properties}
-        if self._closed:
-            raise WriterClosedError(f"this writer of table {self.table.name} is already closed (it committed, "
-                                    "prepared or aborted); open another with table.new_write()")
-        committer = FileStoreCommit(self.table.file_io, self.table.paths, self.schema, self.options,
-                                    table=self.table.name, commit_user=self.commit_user)
-        try:
-            if self.commit_identifier != BATCH_COMMIT_IDENTIFIER:
-                done = committer.find_committed(self.commit_identifier)
-                if done is not None:
-                    log.info("commit %d of %s by %s already landed as snapshot %d; skipping",
-                             self.commit_identifier, self.table.name, self.commit_user, done)
-                    self.abort()
-                    return done
-        except BaseException:
-            self.abort()
-            raise
-        messages, index = self._close_files()
-        snapshot_id = committer.commit(messages, commit_identifier=self.commit_identifier,
-                                       overwrite=self.overwrite, properties=self.properties, index=index)
-        if snapshot_id is not None and self.compacts:
-            self.compaction = maintain_after_commit(self.table, {(m.partition.row, m.bucket) for m in messages},
-                                                    commit_user=self.commit_user,
-                                                    commit_identifier=self.commit_identifier)
-        return snapshot_id
-
-    def _close_files(self) -> tuple[list[CommitMessage], IndexUpdate | None]:
-        """Flush and close every file (and the dynamic-bucket index); the writer is closed after.
-        On a failure everything it wrote is deleted."""
-        try:
-            if self._sink is not None:
-                messages, index = self._sink.prepare()
-            else:
-                assert self._appender is not None
-                messages, index = self._appender.prepare_commit(), None
-                self._appender.close()
-        except BaseException:
-            self.abort()
-            raise
-        self._closed = True
-        return messages, index
-
-    def prepare(self) -> PreparedCommit:
-        """Close every file and hand over what was written, without committing (two-phase write).
-
-        The writer is closed. Give the result (or its :meth:`PreparedCommit.to_bytes`) with
-        those of the other writers to :meth:`Table.commit`; files of a prepared commit that is
-        never committed are reclaimed by orphan cleanup.
-        """
-        if self._closed:
-            raise WriterClosedError(f"this writer of table {self.table.name} is already closed (it committed, "
-                                    "prepared or aborted); open another with table.new_write()")
-        messages, index = self._close_files()
-        index_base: str | None = None
-        index_files: tuple[IndexManifestEntry, ...] = ()
-        if index is not None:  # a dynamic-bucket writer's new HASH files, and the index it started from
-            written = set(index.files)
-            index_base = index.base_manifest
-            index_files = tuple(e for e in index.entries if self.table.paths.index_file(e.file_name) in written)
-        return PreparedCommit(self.table.name, self.schema.id, tuple(messages), index_base=index_base,
-                              index_files=index_files, rows=self.rows_written)
-
-    def abort(self) -> None:
-        """Discard everything written and not committed."""
-        if self._sink is not None:
-            self._sink.abort()
-        if self._appender is not None:
-            self._appender.abort()
-        self._closed = True
-
-    def __enter__(self) -> TableWrite:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        if not self._closed:
-            if exc_type is None:
-                log.warning("writer of %s left without commit(); its files are discarded",
-                            self.table.name)
-            self.abort()
-
-    @property
-    def rows_written(self) -> int:
-        """Rows taken by :meth:`write` / :meth:`delete` so far."""
-        return self._sink.rows_written if self._sink is not None else (
-            self._appender.rows_written if self._appender is not None else 0)
-
-    @property
-    def buffered_bytes(self) -> int:
-        """Bytes held in the write buffer (bounded by ``write-buffer-size``)."""
-        if self._sink is not None:
-            return self._sink.writer.buffered_bytes
-        return self._appender.buffered_bytes if self._appender is not None else 0
-
-
-def overwrite_spec(table: Table, schema: TableSchema, options: TableOptions,
-                   overwrite: OverwriteArg) -> Overwrite | None:
-    """What an OVERWRITE replaces: False/None append, True dynamic (or table), a map static."""
-    if overwrite is False or overwrite is None:
-        return None
-    if overwrite is True:
-        dynamic = options.dynamic_partition_overwrite and schema.partition_keys
-        return Overwrite("dynamic" if dynamic else "table")
-    spec = dict(overwrite)
-    if not spec:
-        return Overwrite("table")
-    return Overwrite("static", internal_partition_spec(spec, schema, table=table.name))
-
-
 def _read_all(reader: SplitReader, splits: Sequence[DataSplit]) -> pa.Table:
     tables = [t for t in reader.read_splits(splits) if t.num_rows]
     return pa.concat_tables(tables) if tables else reader.output_schema.empty_table()
-
-
-def _internal_scalar(value: Any, arrow_type: pa.DataType) -> pa.Scalar:
-    """Arrow scalar of an internal partition value (DATE days, TIMESTAMP nanos, ...)."""
-    if pa.types.is_date(arrow_type):
-        return pa.scalar(value, pa.int32()).cast(arrow_type)
-    if pa.types.is_timestamp(arrow_type):
-        factor = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}[arrow_type.unit]
-        return pa.scalar(value // factor, pa.int64()).cast(arrow_type)
-    if pa.types.is_time(arrow_type):
-        return pa.scalar(value, pa.int32()).cast(arrow_type)
-    return pa.scalar(value, arrow_type)
-

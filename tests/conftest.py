@@ -1,4 +1,8 @@
-"""Session-wide fixtures: the S3 servers and a warehouse parametrised by store kind."""
+"""Session-wide fixtures (the S3 servers, a warehouse parametrised by store kind) and the markers
+that pick test tiers: ``s3`` (needs the S3 servers), ``interop`` (pypaimon, Java or Rust
+oracles), ``torture`` (racing processes, fault trials), ``live`` (a real Dagster webserver and
+daemon, or a browser), ``slow`` (long on their own). ``make check`` runs what has none of them.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,24 @@ import pytest
 from tests.s3 import servers as s3_servers_module
 from tests.s3.servers import S3Server
 from tests.s3.store import STORE_KINDS, Store
+
+TESTS = Path(__file__).parent
+# Markers every test below a directory carries.
+DIRECTORY_MARKERS = {"interop": "interop", "torture": "torture", "ui": "live"}
+S3_FIXTURES = {"s3_servers", "s3_store"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark tests by where they live and what they use, so a new S3 test is marked ``s3`` by
+    taking the fixture, not by remembering to."""
+    for item in items:
+        directory = Path(str(item.fspath)).relative_to(TESTS).parts[0]
+        if directory in DIRECTORY_MARKERS:
+            item.add_marker(DIRECTORY_MARKERS[directory])
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        on_s3 = params.get("store", "local") != "local" or S3_FIXTURES & set(getattr(item, "fixturenames", ()))
+        if on_s3:
+            item.add_marker("s3")
 
 
 @pytest.fixture(scope="session")

@@ -36,7 +36,7 @@ from paimon_core.write.routing import make_partition
 from paimon_core.write.shard import Shard
 
 if TYPE_CHECKING:
-    from paimon_core.table import Table
+    from paimon_core.table_context import TableContext
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +136,7 @@ class PreparedCompaction:
 class TableCompactor:
     """Plans and runs compactions of one table (dedicated jobs and compacting writers use it)."""
 
-    def __init__(self, table: Table, *, commit_user: str | None = None) -> None:
+    def __init__(self, table: TableContext, *, commit_user: str | None = None) -> None:
         self.table = table
         self.schema = table.schema
         self.options = table.options
@@ -381,7 +381,7 @@ class TableCompactor:
     def _commits_since_full(self, latest: Snapshot, limit: int) -> int:
         """Data (non-COMPACT) snapshots since the last full compaction, counted up to ``limit``."""
         commits = 0
-        store = self.table.snapshot_store
+        store = self.table.snapshots
         earliest = store.earliest_id() or 1
         for snapshot_id in range(latest.id, earliest - 1, -1):
             snapshot = latest if snapshot_id == latest.id else store.snapshot(snapshot_id)
@@ -399,7 +399,7 @@ class TableCompactor:
                                           "is not supported yet")
 
 
-def _discard(table: Table, increments: Sequence[CompactIncrement]) -> None:
+def _discard(table: TableContext, increments: Sequence[CompactIncrement]) -> None:
     """Delete the files finished tasks wrote (another task failed, nothing is committed)."""
     for increment in increments:
         directory = table.paths.bucket_dir(increment.partition.path, increment.bucket)

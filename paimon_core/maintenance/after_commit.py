@@ -9,19 +9,22 @@ the next maintaining write or a dedicated job picks the work up again.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from paimon_core.compaction.compactor import CompactionResult, TableCompactor
 from paimon_core.errors import CommitConflictError, PaimonError, UnsupportedFeatureError
+from paimon_core.maintenance.auto_tags import create_automatic_tags
+from paimon_core.maintenance.expiry import SnapshotExpiry
 
 if TYPE_CHECKING:
-    from paimon_core.table import Table
+    from paimon_core.table_context import TableContext
 
 log = logging.getLogger(__name__)
 
 
-def maintain_after_commit(table: Table, written: Collection[tuple[bytes, int]], *, commit_user: str,
+def maintain_after_commit(table: TableContext, written: Collection[tuple[bytes, int]], *, commit_user: str,
                           commit_identifier: int) -> CompactionResult | None:
     """Compact the (partition row, bucket) pairs just written if due, then tag and expire."""
     compaction = compact_written(table, written, commit_user=commit_user, commit_identifier=commit_identifier) \
@@ -30,7 +33,7 @@ def maintain_after_commit(table: Table, written: Collection[tuple[bytes, int]], 
     return compaction
 
 
-def compact_written(table: Table, written: Collection[tuple[bytes, int]], *, commit_user: str,
+def compact_written(table: TableContext, written: Collection[tuple[bytes, int]], *, commit_user: str,
                     commit_identifier: int) -> CompactionResult | None:
     """Compact the buckets a commit wrote, when the picker asks for it (a COMPACT snapshot)."""
     try:
@@ -43,11 +46,12 @@ def compact_written(table: Table, written: Collection[tuple[bytes, int]], *, com
     return None
 
 
-def expire_after_commit(table: Table) -> None:
+def expire_after_commit(table: TableContext) -> None:
     """Automatic tags, then snapshot expiry (the tag keeps the period's last snapshot)."""
     try:
-        table.create_automatic_tags()
-        table.expire_snapshots(dry_run=False)
+        create_automatic_tags(table, int(time.time() * 1000))
+        expiry = SnapshotExpiry(table)
+        expiry.execute(expiry.plan(expiry.retention()))
     except UnsupportedFeatureError as exc:
         log.info("no snapshot expiry after the write to %s: %s", table.name, exc)
     except (PaimonError, OSError):  # storage errors too: the commit must not be reported failed

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from paimon_core.errors import SnapshotNotFoundError, TagExistsError
 
 if TYPE_CHECKING:
-    from paimon_core.table import Table
+    from paimon_core.table_context import TableContext
 
 log = logging.getLogger(__name__)
 
@@ -72,30 +72,31 @@ class AutoTagResult:
     deleted: tuple[str, ...]
 
 
-def create_automatic_tags(table: Table, now_ms: int) -> AutoTagResult:
+def create_automatic_tags(table: TableContext, now_ms: int) -> AutoTagResult:
     """Create the due tag (if the table had a snapshot by the period's end) and trim old ones."""
     options = table.options
     if options.tag_automatic_creation != "process-time":
         return AutoTagResult(None, None, ())
     period, formatter = options.tag_creation_period, options.tag_period_formatter
     due = due_tag(now_ms, period=period, delay_ms=options.tag_creation_delay_ms, formatter=formatter)
-    existing = {t.name for t in table.list_tags()}
+    tags = table.tags
+    existing = {t.name for t in tags.tags()}
     created, snapshot_id = None, None
     if due.name not in existing:
         try:
-            snapshot = table.snapshot_store.at_or_before(due.period_end_ms - 1)
+            snapshot = table.snapshots.at_or_before(due.period_end_ms - 1)
         except SnapshotNotFoundError:
             snapshot = None  # the table had no (retained) snapshot by then
         if snapshot is not None:
             try:
-                table.create_tag(due.name, snapshot.id)
+                tags.create(due.name, snapshot)
                 created, snapshot_id = due.name, snapshot.id
                 existing.add(due.name)
             except TagExistsError:
                 pass  # another maintainer made it meanwhile
     deleted = tags_over_limit(existing, period=period, formatter=formatter, limit=options.tag_num_retained_max)
     for name in deleted:
-        table.delete_tag(name)
+        tags.delete(name)
     if created or deleted:
         log.info("automatic tags of %s: created %s, deleted %s", table.name, created, deleted)
     return AutoTagResult(created, snapshot_id, tuple(deleted))

@@ -20,7 +20,7 @@ from paimon_core.write.conform import internal_partition_spec
 from paimon_core.write.routing import make_partition
 
 if TYPE_CHECKING:
-    from paimon_core.table import Table
+    from paimon_core.table_context import TableContext
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +42,7 @@ class DroppedPartitions:
                 f"records, {self.bytes} bytes){landed}; earlier snapshots still hold them until they expire")
 
 
-def drop_partitions(table: Table, partitions: Sequence[Mapping[str, Any] | str], *, dry_run: bool = True,
+def drop_partitions(table: TableContext, partitions: Sequence[Mapping[str, Any] | str], *, dry_run: bool = True,
                     commit_user: str | None = None) -> DroppedPartitions:
     """Drop every partition matching one of ``partitions`` (``{column: value}`` or a partition
     path ``dt=2024-01-01/region=eu``; a prefix of the partition keys is enough:

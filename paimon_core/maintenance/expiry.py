@@ -37,7 +37,7 @@ from paimon_core.tags import TagStore
 from paimon_core.write.routing import make_partition
 
 if TYPE_CHECKING:
-    from paimon_core.table import Table
+    from paimon_core.table_context import TableContext
 
 log = logging.getLogger(__name__)
 
@@ -154,11 +154,11 @@ class _Files:
 class SnapshotExpiry:
     """Plans and carries out the expiry of one table's snapshots."""
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: TableContext) -> None:
         self.table = table
         self.file_io = table.file_io
         self.paths = table.paths
-        self.store = table.snapshot_store
+        self.store = table.snapshots
         schema = table.schema
         self._decode = PartitionDecoder(schema.partition_types)
         self._partition_paths: dict[bytes, str] = {}
@@ -198,7 +198,7 @@ class SnapshotExpiry:
         if earliest is None or latest is None:
             return ExpiryPlan(name, dry_run=True)
         decoupled = self._check_changelog_lifecycle()
-        consumers = self.table.consumers()
+        consumers = self.table.consumer_store.consumers()
         stale = self._stale_consumers(consumers)
         consumer_next = min((c.next_snapshot for c in consumers if c.consumer_id not in stale), default=None)
         end = expiry_end(earliest, latest, retention, time_of=lambda i: self._snapshot(i).time_millis,

@@ -23,7 +23,7 @@ from paimon_core.layout import partition_path, partition_value_string
 from paimon_core.write.conform import internal_partition_spec
 
 if TYPE_CHECKING:
-    from paimon_core.table import Table
+    from paimon_core.table_context import TableContext
 
 SUCCESS_FILE_NAME = "_SUCCESS"
 SUPPORTED_ACTIONS = ("success-file",)
@@ -58,7 +58,7 @@ class MarkedDone:
         return f"{self.table}: marked {len(self.partitions)} partitions done ({', '.join(self.partitions)})"
 
 
-def partition_dir(table: Table, spec: Mapping[str, Any] | str) -> str:
+def partition_dir(table: TableContext, spec: Mapping[str, Any] | str) -> str:
     """``k=v[/k2=v2]`` directory of a partition spec: a leading run of the partition keys, the
     values formatted as data directories are (``partition.legacy-name``, default name for null).
 
@@ -83,7 +83,7 @@ def partition_dir(table: Table, spec: Mapping[str, Any] | str) -> str:
     return partition_path(named, texts, options.partition_default_name)
 
 
-def mark_partitions_done(table: Table, partitions: Sequence[Mapping[str, Any] | str], *,
+def mark_partitions_done(table: TableContext, partitions: Sequence[Mapping[str, Any] | str], *,
                          now_ms: int | None = None) -> MarkedDone:
     """Write (or refresh) the success file of every partition in ``partitions``.
 
@@ -112,17 +112,17 @@ def mark_partitions_done(table: Table, partitions: Sequence[Mapping[str, Any] | 
     return MarkedDone(table.name, tuple(paths), tuple(written))
 
 
-def read_success_file(table: Table, partition: Mapping[str, Any] | str) -> SuccessFile | None:
+def read_success_file(table: TableContext, partition: Mapping[str, Any] | str) -> SuccessFile | None:
     """The success file of a partition (a spec, or a ``k=v`` path), None if it was never marked."""
     return _read(table, partition_dir(table, partition))
 
 
-def _read(table: Table, path: str) -> SuccessFile | None:
+def _read(table: TableContext, path: str) -> SuccessFile | None:
     target = _success_path(table, path)
     if not table.file_io.file_exists(target):
         return None
     return SuccessFile.from_json(table.file_io.read_text(target))
 
 
-def _success_path(table: Table, partition_path: str) -> str:
+def _success_path(table: TableContext, partition_path: str) -> str:
     return f"{table.paths.root}/{partition_path}/{SUCCESS_FILE_NAME}"

@@ -26,7 +26,7 @@ from paimon_core.snapshot import ChangelogStore, Snapshot, utc_text
 from paimon_core.tags import TagStore
 
 if TYPE_CHECKING:
-    from paimon_core.table import Table
+    from paimon_core.table_context import TableContext
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ class OrphanFiles:
 class OrphanFilesClean:
     """Finds and removes one table's orphan files."""
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: TableContext) -> None:
         self.table = table
         self.file_io = table.file_io
         self.paths = table.paths
@@ -135,7 +135,7 @@ class OrphanFilesClean:
     def _referencing_snapshots(self) -> Iterator[tuple[str, Snapshot, str]]:
         """Every snapshot, tag and long-lived changelog, with the file it was read from and what it
         reaches (:data:`SNAPSHOT`, :data:`TAG` or :data:`CHANGELOG`)."""
-        store = self.table.snapshot_store
+        store = self.table.snapshots
         for snapshot_id in store.snapshot_ids():
             try:
                 yield self.paths.snapshot_file(snapshot_id), store.snapshot(snapshot_id), SNAPSHOT

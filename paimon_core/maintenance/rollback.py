@@ -15,11 +15,10 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from paimon_core.errors import CommitConflictError
-from paimon_core.tags import TagStore
 
 if TYPE_CHECKING:
     from paimon_core.snapshot import Snapshot
-    from paimon_core.table import Table
+    from paimon_core.table_context import TableContext
 
 log = logging.getLogger(__name__)
 
@@ -43,30 +42,30 @@ class Rollback:
                 f"tags {list(self.removed_tags)}")
 
 
-def _target(table: Table, target: int | str | dt.datetime) -> tuple[Snapshot, str | None]:
+def _target(table: TableContext, target: int | str | dt.datetime) -> tuple[Snapshot, str | None]:
     """The snapshot to roll back to, and the tag it comes from when that tag's snapshot expired."""
-    store = table.snapshot_store
+    store = table.snapshots
     if isinstance(target, str):
-        snapshot = TagStore(table.file_io, table.paths, table.name).get(target).snapshot
+        snapshot = table.tags.get(target).snapshot
         return snapshot, None if store.exists(snapshot.id) else target
     if isinstance(target, dt.datetime):
-        return table.snapshot_at(target), None
+        return store.at_or_before(int(target.timestamp() * 1000)), None  # naive: local time
     return store.snapshot(target), None  # raises for an expired or unknown id
 
 
-def plan_rollback(table: Table, target: int | str | dt.datetime) -> Rollback:
+def plan_rollback(table: TableContext, target: int | str | dt.datetime) -> Rollback:
     """What :func:`rollback_to` would remove, changing nothing."""
     snapshot, restored = _target(table, target)
-    tags = TagStore(table.file_io, table.paths, table.name)
+    tags = table.tags
     removed_tags = tuple(t.name for t in tags.tags() if t.snapshot_id > snapshot.id)
-    removed = tuple(i for i in table.snapshot_store.snapshot_ids() if i > snapshot.id)
+    removed = tuple(i for i in table.snapshots.snapshot_ids() if i > snapshot.id)
     return Rollback(table.name, snapshot.id, removed, removed_tags, restored, dry_run=True)
 
 
-def rollback_to(table: Table, target: int | str | dt.datetime) -> Rollback:
+def rollback_to(table: TableContext, target: int | str | dt.datetime) -> Rollback:
     """Make ``target`` (a snapshot id, a tag name, or the snapshot current at a time) the
     table's latest snapshot."""
-    store, tags = table.snapshot_store, TagStore(table.file_io, table.paths, table.name)
+    store, tags = table.snapshots, table.tags
     snapshot, restored = _target(table, target)
     if restored is not None:
         plain = replace(snapshot, extra={k: v for k, v in snapshot.extra.items()

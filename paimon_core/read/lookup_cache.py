@@ -327,7 +327,7 @@ class BlockReader:
         file_fields = self.reader._file_fields(meta)
         names = [file_fields[f.id].name if f.id in file_fields else "" for f in self.key_fields]
         current = [to_arrow_type(f.type) for f in self.key_fields]
-        with self.reader._decoding(path), self.file_io.open_input(path) as source:
+        with self.reader._decoding(path), self.file_io.open_input(path, meta.file_size) as source:
             metadata = pq.ParquetFile(source).metadata
         # a key column renamed or retyped since the file was written: its stored stats do not apply
         same = [file_fields.get(f.id) is not None and file_fields[f.id].type == f.type for f in self.key_fields]
@@ -343,7 +343,7 @@ class BlockReader:
         path = self.reader.file_path(split, meta)
         file_fields = self.reader._file_fields(meta)
         columns = [f.name for f in file_fields.values()] + [SEQUENCE_NUMBER, VALUE_KIND]
-        with self.reader._decoding(path), self.file_io.open_input(path) as source:
+        with self.reader._decoding(path), self.file_io.open_input(path, meta.file_size) as source:
             if layout.metadata is None:
                 data, rows = read_all(source, path, columns)
                 return [Block(self.reader._with_system_columns(data, file_fields, rows), 0)]
@@ -367,7 +367,7 @@ class BlockReader:
         columns = [f.name for f in file_fields.values()] + [SEQUENCE_NUMBER, VALUE_KIND]
         last = int(rows[-1])
         pieces = []
-        with self.reader._decoding(path), self.file_io.open_input(path) as source:
+        with self.reader._decoding(path), self.file_io.open_input(path, meta.file_size) as source:
             parquet = _parquet(source, layout, columns)
             start = 0
             for batch in parquet.iter_batches(batch_size=_PARTIAL_BATCH_ROWS, row_groups=[group], columns=columns):
@@ -389,7 +389,7 @@ class BlockReader:
         path = self.reader.file_path(split, meta)
         file_fields = self.reader._file_fields(meta)
         stored = [file_fields[f.id] for f in self.key_fields]
-        with self.reader._decoding(path), self.file_io.open_input(path) as source:
+        with self.reader._decoding(path), self.file_io.open_input(path, meta.file_size) as source:
             parquet = _parquet(source, layout, [f.name for f in stored])
             out = []
             for group in groups:

@@ -101,7 +101,7 @@ class MergeSplitReader(SplitReader):
         deletion = split.deletion_files.get(meta.file_name)
         pushed = self.key_filter if deletion is None and path.endswith(".parquet") else None
         data, rows = self._read_physical(path, [f.name for f in file_fields.values()], pushed,
-                                         physical_schema(file_fields))
+                                         physical_schema(file_fields), size=meta.file_size)
         values = self._to_read_schema(data, file_fields, rows)
         if deletion is not None:
             values = values.filter(self._keep_mask(deletion, 0, values.num_rows))
@@ -116,7 +116,7 @@ class MergeSplitReader(SplitReader):
         # versions of a key alike, so the merge of the keys that remain is unchanged.
         pushed = self.key_filter if deletion is None and path.endswith(".parquet") else None
         data, rows = self._read_physical(path, _physical(file_fields), pushed,
-                                         physical_schema(file_fields, _SYSTEM_FIELDS))
+                                         physical_schema(file_fields, _SYSTEM_FIELDS), size=meta.file_size)
         table = self._with_system_columns(data, file_fields, rows)
         if deletion is not None:
             table = table.filter(self._keep_mask(deletion, 0, table.num_rows))
@@ -129,7 +129,8 @@ class MergeSplitReader(SplitReader):
         file_fields = self._file_fields(meta)
         deletion = split.deletion_files.get(meta.file_name)
         offset = 0
-        for batch in self._stream_physical(path, _physical(file_fields), batch_size, batch_bytes):
+        for batch in self._stream_physical(path, _physical(file_fields), batch_size, batch_bytes,
+                                           size=meta.file_size):
             table = self._with_system_columns(pa.Table.from_batches([batch]), file_fields, batch.num_rows)
             if deletion is not None:
                 table = table.filter(self._keep_mask(deletion, offset, batch.num_rows))
@@ -138,7 +139,7 @@ class MergeSplitReader(SplitReader):
 
     def holds_retractions(self, split: DataSplit, meta: DataFileMeta) -> bool:
         """Whether a file stores -U/-D rows (read from its kind column: writers may not count them)."""
-        data, _ = self._read_physical(self.file_path(split, meta), [VALUE_KIND], None)
+        data, _ = self._read_physical(self.file_path(split, meta), [VALUE_KIND], None, size=meta.file_size)
         kinds = data.column(VALUE_KIND)
         return bool(pc.any(pc.or_(pc.equal(kinds, UPDATE_BEFORE), pc.equal(kinds, DELETE))).as_py())
 
@@ -146,7 +147,8 @@ class MergeSplitReader(SplitReader):
         """Only the primary-key columns of a file (for lookups against deeper levels)."""
         file_fields = self._file_fields(meta)
         fields = [self.schema.field(k) for k in self.keys]
-        data, _ = self._read_physical(self.file_path(split, meta), [file_fields[f.id].name for f in fields], None)
+        data, _ = self._read_physical(self.file_path(split, meta), [file_fields[f.id].name for f in fields], None,
+                                      size=meta.file_size)
         return pa.Table.from_arrays([data.column(i) for i in range(len(fields))], names=self.keys)
 
     def _with_system_columns(self, data: pa.Table, file_fields: dict[int, Any], rows: int) -> pa.Table:

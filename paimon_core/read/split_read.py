@@ -90,7 +90,7 @@ class SplitReader:
         deletion = split.deletion_files.get(meta.file_name)
         pushed = self._pushdown(path, file_fields, deletion)
         data, rows = self._read_physical(path, [f.name for f in file_fields.values()], pushed,
-                                         physical_schema(file_fields))
+                                         physical_schema(file_fields), size=meta.file_size)
         table = self._to_read_schema(data, file_fields, rows)
         if deletion is not None:
             table = table.filter(self._keep_mask(deletion, 0, table.num_rows))
@@ -99,20 +99,20 @@ class SplitReader:
     # ---- helpers -----------------------------------------------------------------------------
 
     def _read_physical(self, path: str, columns: list[str], pushed: pc.Expression | None,
-                       schema: pa.Schema | None = None) -> tuple[pa.Table, int]:
+                       schema: pa.Schema | None = None, *, size: int | None = None) -> tuple[pa.Table, int]:
         """A file's columns (filtered by ``pushed`` in the scan when given, the file read as
-        ``schema``: see :meth:`_dataset`) and row count."""
-        with self._decoding(path):
+        ``schema``: see :meth:`_dataset`) and row count; ``size`` is the file's, from its
+        manifest entry (an object store is then not asked for it)."""
+        with self._decoding(path), self.file_io.open_input(path, size) as source:
             if pushed is not None:
-                data = self._dataset(path, schema).to_table(columns=columns, filter=pushed, use_threads=True)
+                data = self._dataset(source, schema).to_table(columns=columns, filter=pushed, use_threads=True)
                 return data, data.num_rows
-            with self.file_io.open_input(path) as source:
-                return read_all(source, path, columns)
+            return read_all(source, path, columns)
 
     def _stream_physical(self, path: str, columns: list[str], batch_size: int,
-                         batch_bytes: int | None = None) -> Iterator[pa.RecordBatch]:
+                         batch_bytes: int | None = None, *, size: int | None = None) -> Iterator[pa.RecordBatch]:
         """A file's columns in record batches of at most ``batch_size`` rows (or about ``batch_bytes``)."""
-        with self._decoding(path), self.file_io.open_input(path) as source:
+        with self._decoding(path), self.file_io.open_input(path, size) as source:
             yield from _iter_batches(source, path, columns, batch_size, batch_bytes)
 
     @contextmanager
@@ -193,26 +193,26 @@ class SplitReader:
                 return None
         return self.filter
 
-    def _dataset(self, path: str, schema: pa.Schema | None) -> ds.Dataset:
-        """A Parquet file for a filtered scan, its ``schema`` columns read as their own Arrow
-        types: the scan casts what the file stores otherwise (INT96 timestamps come back without
-        their time zone) before the filter compares. A file lacking one of them is refused."""
-        dataset = ds.dataset(path, format="parquet", filesystem=self.file_io.arrow_fs)
+    def _dataset(self, source: pa.NativeFile, schema: pa.Schema | None) -> ds.Dataset:
+        """An open Parquet file for a filtered scan, its ``schema`` columns read as their own
+        Arrow types: the scan casts what the file stores otherwise (INT96 timestamps come back
+        without their time zone) before the filter compares. A file lacking one of them is refused."""
+        parquet = ds.ParquetFileFormat()
+        fragment = parquet.make_fragment(source)
+        stored = fragment.physical_schema
         if schema is None:
-            return dataset
-        _require_columns(dataset.schema.names, schema.names)
+            return ds.FileSystemDataset([fragment], stored, parquet)
+        _require_columns(stored.names, schema.names)
         wanted = {f.name: f for f in schema}
-        stored = dataset.schema
         if all(stored.field(name).type == f.type for name, f in wanted.items()):
-            return dataset
-        return ds.dataset(path, format="parquet", filesystem=self.file_io.arrow_fs,
-                          schema=pa.schema([wanted.get(f.name, f) for f in stored]))
+            return ds.FileSystemDataset([fragment], stored, parquet)
+        return ds.FileSystemDataset([fragment], pa.schema([wanted.get(f.name, f) for f in stored]), parquet)
 
     def _pushed_batches(self, path: str, file_fields: dict[int, DataField], pushed: pc.Expression,
-                        batch_size: int) -> Iterator[pa.RecordBatch]:
+                        batch_size: int, size: int | None) -> Iterator[pa.RecordBatch]:
         columns = [f.name for f in file_fields.values()]
-        with self._decoding(path):
-            yield from self._dataset(path, physical_schema(file_fields)).to_batches(
+        with self._decoding(path), self.file_io.open_input(path, size) as source:
+            yield from self._dataset(source, physical_schema(file_fields)).to_batches(
                 columns=columns, filter=pushed, batch_size=batch_size)
 
     def _file_batches(self, split: DataSplit, meta: DataFileMeta,
@@ -223,13 +223,13 @@ class SplitReader:
         deletion = split.deletion_files.get(meta.file_name)
         pushed = self._pushdown(path, file_fields, deletion)
         if pushed is not None:
-            for batch in self._pushed_batches(path, file_fields, pushed, batch_size):
+            for batch in self._pushed_batches(path, file_fields, pushed, batch_size, meta.file_size):
                 if batch.num_rows:
                     table = self._to_read_schema(pa.Table.from_batches([batch]), file_fields, batch.num_rows)
                     yield from self._finish(table, filtered=True).to_batches()
             return
         offset = 0
-        for batch in self._stream_physical(path, physical, batch_size):
+        for batch in self._stream_physical(path, physical, batch_size, size=meta.file_size):
             table = self._to_read_schema(pa.Table.from_batches([batch]), file_fields, batch.num_rows)
             if deletion is not None:
                 table = table.filter(self._keep_mask(deletion, offset, table.num_rows))

@@ -26,7 +26,7 @@ from paimon_core.write.dynamic_bucket import HASH_INDEX
 from paimon_core.write.message import CommitMessage, CompactIncrement
 
 if TYPE_CHECKING:
-    from paimon_core.table import Table
+    from paimon_core.table_context import TableContext
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ class CommitOutcome:
         return self.compaction_snapshot if self.compaction_snapshot is not None else self.data_snapshot
 
 
-def commit_prepared(table: Table, parts: Sequence[PreparedCommit], *, commit_user: str,
+def commit_prepared(table: TableContext, parts: Sequence[PreparedCommit], *, commit_user: str,
                     commit_identifier: int | None, overwrite: Overwrite | None,
                     properties: Mapping[str, str] | None, started: float) -> CommitOutcome:
     """Commit what many writers prepared: data as one APPEND/OVERWRITE snapshot, then their
@@ -156,7 +156,7 @@ def _check_disjoint(table: str, data: Sequence[CommitMessage], compactions: Sequ
         compacted.add(where)
 
 
-def _index_update(table: Table, parts: Sequence[PreparedCommit]) -> IndexUpdate | None:
+def _index_update(table: TableContext, parts: Sequence[PreparedCommit]) -> IndexUpdate | None:
     """The dynamic-bucket index after every writer's new HASH files replaced their buckets' old ones.
 
     Writers own disjoint partitions, so their files never replace each other's; all of them

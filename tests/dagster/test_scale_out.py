@@ -248,6 +248,7 @@ def test_compaction_fans_out_per_group_of_buckets(setup: Any, instance: dg.Dagst
 # ---- other executors ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_multiprocess_executor_runs_the_write_steps_in_processes(setup: Any, instance: dg.DagsterInstance) -> None:
     """A fanned-out table naming no executor gets the multiprocess one, its steps forked from a server."""
     reference = setup("reference", workers=1)
@@ -283,6 +284,7 @@ def dask_cluster() -> Iterator[Any]:
             os.environ["PYTHONPATH"] = previous
 
 
+@pytest.mark.slow
 def test_dask_executor_writes_compacts_and_reads_on_the_cluster(setup: Any, instance: dg.DagsterInstance,
                                                                 dask_cluster: Any) -> None:
     reference = setup("reference", workers=1)

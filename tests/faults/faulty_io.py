@@ -16,6 +16,7 @@ import errno
 import os
 import re
 import signal
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -63,8 +64,10 @@ class FaultyFileIO(FileIO):
         self.faults = list(faults)
         self._seen = [0] * len(self.faults)
         self.fired: list[tuple[Fault, str]] = []
+        self.calls: Counter[str] = Counter()  # every storage call by kind, faulted or not
 
     def _action(self, op: str, path: str) -> str | None:
+        self.calls[op] += 1
         for i, fault in enumerate(self.faults):
             if fault.op == op and re.search(fault.pattern, path):
                 self._seen[i] += 1
@@ -96,8 +99,8 @@ class FaultyFileIO(FileIO):
     def read_bytes(self, path: str) -> bytes:
         return self._around("read", path, lambda: super(FaultyFileIO, self).read_bytes(path))
 
-    def open_input(self, path: str) -> pa.NativeFile:
-        return self._around("read", path, lambda: super(FaultyFileIO, self).open_input(path))
+    def open_input(self, path: str, size: int | None = None) -> pa.NativeFile:
+        return self._around("read", path, lambda: super(FaultyFileIO, self).open_input(path, size))
 
     def exists(self, path: str) -> bool:
         return self._around("stat", path, lambda: super(FaultyFileIO, self).exists(path))

@@ -49,7 +49,7 @@ PK_OPTIONS = {"bucket": "2", "num-sorted-run.compaction-trigger": "4", "snapshot
 LOG_OPTIONS = {"bucket": "-1", "compaction.min.file-num": "3", "snapshot.num-retained.min": "1",
                "snapshot.num-retained.max": "4"}
 
-# Named crash points of the issue, as (operation, fault).
+# Named crash points of a commit (after data files, manifests, ...), as (operation, fault).
 MANIFEST = r"/manifest/manifest-[0-9a-f]{8}-"
 NAMED_POINTS: dict[str, tuple[str, Fault]] = {
     "after data files written": ("write", Fault("write", MANIFEST, 1, "kill_before")),
@@ -177,6 +177,7 @@ def child(spec: TrialSpec) -> None:
         outcome = {"outcome": "failed", "error": f"{type(exc).__name__}: {exc}",
                    "typed": isinstance(exc, PaimonError | OSError)}
     outcome["fired"] = [dataclasses.astuple(f) + (p,) for f, p in file_io.fired]
+    outcome["calls"] = dict(file_io.calls)
     Path(spec.result_path).write_text(json.dumps(outcome))
 
 
@@ -214,6 +215,7 @@ class Trials:
         self.store = store
         self.warehouse = store.warehouse
         self.rng = random.Random(seed)
+        self.fewest_calls: dict[tuple[str, str], int] = {}  # (operation, call kind) -> calls it makes
         self.ctx = fork_context()
         self.model = Model()
         self.serial = 0
@@ -240,10 +242,13 @@ class Trials:
         return random_change(self.rng, self.serial)
 
     def random_fault(self) -> tuple[str, str, tuple[Fault, ...]]:
+        """A fault on one of the first calls of a kind an operation makes: up to 6 (2 for creates
+        and deletes), and no later than the fewest such calls a finished trial of it made."""
         operation = self.rng.choice(OPERATIONS)
         op = self.rng.choice(OPS_OF[operation])
         action = self.rng.choice(ACTIONS if op in ("write", "output", "create") else ACTIONS[:-1])
-        fault = Fault(op, r".", self.rng.randint(1, 2 if op in ("create", "delete") else 6), action)
+        highest = min(2 if op in ("create", "delete") else 6, self.fewest_calls.get((operation, op), 6))
+        fault = Fault(op, r".", self.rng.randint(1, max(highest, 1)), action)
         return f"random {op} {action}", operation, (fault,)
 
     def run(self, label: str, operation: str, faults: tuple[Fault, ...], name: str | None = None) -> dict[str, Any]:
@@ -267,6 +272,10 @@ class Trials:
             outcome = json.loads(Path(result_path).read_text())
             os.unlink(result_path)
         outcome.update(label=label, table=name, operation=operation)
+        if outcome["outcome"] == "ok":  # ran to its end: it makes at least this many calls of each kind
+            for op, count in outcome.get("calls", {}).items():
+                known = self.fewest_calls.get((operation, op))
+                self.fewest_calls[(operation, op)] = count if known is None else min(known, count)
         reached = outcome["outcome"] == "killed" or bool(outcome["fired"])
         self.tally.by_point[label if reached else "not reached"] += 1
         self.tally.by_outcome[outcome["outcome"] if reached else "not reached"] += 1

@@ -181,12 +181,12 @@ def test_fixed_bucket_append_keeps_sequence_ranges(catalog: pc.Catalog) -> None:
 def test_a_compaction_whose_inputs_are_gone_fails_and_leaves_nothing_behind(catalog: pc.Catalog) -> None:
     table = make(catalog, "db.race")
     expected = canonical(table.read())
-    first = TableCompactor(table).prepare(full=True)
-    second = TableCompactor(table).prepare(full=True)
-    TableCompactor(table).commit(first)
+    first = TableCompactor(table.context()).prepare(full=True)
+    second = TableCompactor(table.context()).prepare(full=True)
+    TableCompactor(table.context()).commit(first)
     on_disk = files_under(Path(table.path))
     with pytest.raises(CommitConflictError, match="conflicts with a concurrent commit"):
-        TableCompactor(table).commit(second)
+        TableCompactor(table.context()).commit(second)
     written = {f.file_name for i in second.increments for f in i.new_files}
     remaining = {Path(p).name for p in files_under(Path(table.path))}
     assert written and not written & remaining
@@ -197,12 +197,12 @@ def test_a_compaction_whose_inputs_are_gone_fails_and_leaves_nothing_behind(cata
 
 def test_an_overwrite_between_plan_and_commit_wins(catalog: pc.Catalog) -> None:
     table = make(catalog, "db.ow")
-    prepared = TableCompactor(table).prepare(full=True)
+    prepared = TableCompactor(table.context()).prepare(full=True)
     table.write(batch(np.random.default_rng(5), 0).filter(pac.field("dt") == "2024-01-01"),
                 overwrite={"dt": "2024-01-01"})
     expected = canonical(table.read())
     with pytest.raises(CommitConflictError):
-        TableCompactor(table).commit(prepared)
+        TableCompactor(table.context()).commit(prepared)
     assert canonical(table.read()) == expected
 
 
@@ -319,13 +319,13 @@ def test_deletion_vector_tables_mask_old_rows_instead_of_rewriting_them(catalog:
 
 def test_concurrent_compactions_of_a_deletion_vector_bucket_conflict(catalog: pc.Catalog) -> None:
     table = make(catalog, "db.dvrace", commits=3, **{"deletion-vectors.enabled": "true"})
-    TableCompactor(table).compact()
+    TableCompactor(table.context()).compact()
     table.write(batch(np.random.default_rng(9), 4))
-    first, second = TableCompactor(table).prepare(), TableCompactor(table).prepare()
-    TableCompactor(table).commit(first)
+    first, second = TableCompactor(table.context()).prepare(), TableCompactor(table.context()).prepare()
+    TableCompactor(table.context()).commit(first)
     expected = canonical(table.read())
     with pytest.raises(CommitConflictError):
-        TableCompactor(table).commit(second)
+        TableCompactor(table.context()).commit(second)
     leftovers = {e.file_name for i in second.increments for e in i.index_after}
     assert not any((Path(table.path) / "index" / name).exists() for name in leftovers)
     assert canonical(table.read()) == expected

@@ -372,10 +372,10 @@ def test_automatic_daily_tags_keep_each_days_last_snapshot(catalog: pc.Catalog) 
     history(table, 3)
     last = table.latest_snapshot()
     day = 86_400_000
-    assert create_automatic_tags(table, last.time_millis).created is None  # no snapshot before today
+    assert create_automatic_tags(table.context(), last.time_millis).created is None  # no snapshot before today
     created = []
     for days_later in (1, 1, 2, 3):  # the clock moves on; each run tags the day that ended last
-        result = create_automatic_tags(table, last.time_millis + days_later * day)
+        result = create_automatic_tags(table.context(), last.time_millis + days_later * day)
         created.append(result.created)
         if result.created:
             assert result.snapshot_id == last.id  # the newest snapshot by the end of that day
@@ -400,7 +400,7 @@ def test_a_commit_landing_during_orphan_cleanup_keeps_its_files(catalog: pc.Cata
             yield from super()._candidates()
             writer.commit()  # lands right after the candidates were listed
 
-    result = CommitMeanwhile(table).run(older_than_ms=now_ms(), dry_run=False, force=True)
+    result = CommitMeanwhile(table.context()).run(older_than_ms=now_ms(), dry_run=False, force=True)
     assert not {str(Path(p).relative_to(Path(table.path))) for p in result.orphans} & in_flight
     assert sorted(r["k"] for r in table.read().to_pylist()) == list(range(50)) + list(range(100, 400))
     assert on_disk(table) == reachable(table)

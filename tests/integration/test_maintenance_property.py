@@ -9,11 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import paimon_core as pc
 from tests.integration.test_maintenance import SCHEMA, now_ms, on_disk, reachable
+
+pytestmark = pytest.mark.slow
 
 Rows = dict[tuple[str, int], str]
 OPS = ("write", "write", "write", "overwrite", "compact", "tag", "untag", "expire", "expire", "rollback",

@@ -52,8 +52,8 @@ def test_marks_write_success_files_next_to_the_partition_data(table: paimon.Tabl
 
 
 def test_a_second_mark_keeps_the_first_time(table: paimon.Table) -> None:
-    first = mark_partitions_done(table, [{"dt": DAY, "hr": 1}], now_ms=1_000).files[0]
-    again = mark_partitions_done(table, [{"dt": DAY, "hr": 1}], now_ms=5_000).files[0]
+    first = mark_partitions_done(table.context(), [{"dt": DAY, "hr": 1}], now_ms=1_000).files[0]
+    again = mark_partitions_done(table.context(), [{"dt": DAY, "hr": 1}], now_ms=5_000).files[0]
     assert first == SuccessFile(1_000, 1_000) and again == SuccessFile(1_000, 5_000)
     assert success(table, f"{DAY_DIR}/hr=1") == {"creationTime": 1_000, "modificationTime": 5_000}
 

@@ -143,7 +143,7 @@ def test_compaction_losing_to_an_overwrite_changes_nothing(store: Store) -> None
     table = pk_table(store.catalog(), **{"write-only": "true"})
     for qty in range(3):
         table.write(orders(range(20), qty))
-    compactor = TableCompactor(store.catalog().get_table("db.orders"))
+    compactor = TableCompactor(store.catalog().get_table("db.orders").context())
     prepared = compactor.prepare(full=True)
     table.write(orders(range(5), 7), overwrite=True)  # replaces the files the compaction read
     files_before = store.files()

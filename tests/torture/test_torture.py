@@ -1,4 +1,4 @@
-"""Concurrency torture with real processes (issue section 3), on the local disk, SeaweedFS and moto.
+"""Concurrency torture with real processes, on the local disk, SeaweedFS and moto.
 
 8 writer processes + 2 compaction processes + 1 expiry process race on a PK table and an append
 table (the workload: ``tests/torture/workload.py``; the invariants: ``tests/torture/checks.py``).
@@ -48,7 +48,7 @@ def test_processes_racing_keep_every_invariant(store: Store, tmp_path_factory: p
     print(f"saved {out}")
     others = Verdict({c: m for c, m in verdict.failures.items() if c != SHARED})
     assert others.ok, others.describe()
-    # Kept strict on purpose (a finding, see the report): the shared keys every writer upserts
+    # Kept strict on purpose (a lost update would hide here): the shared keys every writer upserts
     # must end with the value of the successful commit with the highest snapshot id.
     shared = Verdict({c: m for c, m in verdict.failures.items() if c == SHARED})
     assert shared.ok, shared.describe()

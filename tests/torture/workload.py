@@ -1,6 +1,6 @@
 """The torture workload: writer, compaction and expiry processes racing on two tables.
 
-Shape (issue section 3): ``writers`` writer processes, ``compactors`` compaction processes and
+Shape: ``writers`` writer processes, ``compactors`` compaction processes and
 one expiry process, all started with the multiprocessing *spawn* context (s3fs keeps an
 event-loop thread that must not be forked) and released together by a barrier.
 
