@@ -13,7 +13,7 @@ import numbers
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from paimon_core.errors import CorruptMetadataError, InvalidArgumentError, SnapshotExpiredError, SnapshotNotFoundError
 from paimon_core.fileio import FileIO
@@ -35,6 +35,18 @@ def utc_text(millis: int) -> str:
         return dt.datetime.fromtimestamp(millis / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     except (OverflowError, ValueError, OSError):
         return f"{millis} ms"
+
+
+@overload
+def epoch_ms(moment: None, *, what: str, name: str) -> None: ...
+
+
+@overload
+def epoch_ms(moment: dt.datetime | int, *, what: str, name: str) -> int: ...
+
+
+@overload
+def epoch_ms(moment: dt.datetime | int | None, *, what: str, name: str) -> int | None: ...
 
 
 def epoch_ms(moment: dt.datetime | int | None, *, what: str, name: str) -> int | None:

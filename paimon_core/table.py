@@ -29,7 +29,7 @@ from paimon_core.layout import TablePaths
 from paimon_core.maintenance.after_commit import maintain_after_commit
 from paimon_core.maintenance.auto_tags import AutoTagResult, create_automatic_tags
 from paimon_core.maintenance.drop_partitions import DroppedPartitions, drop_partitions
-from paimon_core.maintenance.expiry import ExpiryPlan, SnapshotExpiry
+from paimon_core.maintenance.expiry import ExpiryPlan, expire
 from paimon_core.maintenance.mark_done import MarkedDone, SuccessFile, mark_partitions_done, read_success_file
 from paimon_core.maintenance.orphans import OrphanFiles, OrphanFilesClean
 from paimon_core.maintenance.rollback import Rollback, plan_rollback, rollback_to
@@ -99,7 +99,10 @@ class Table:
         self.name = str(identifier)
         self.schemas = SchemaStore(file_io, self.paths, self.name)
         self.snapshot_store = SnapshotStore(file_io, self.paths, self.name)
-        self.change_history = ChangeHistory(self.snapshot_store, ChangelogStore(file_io, self.paths, self.name))
+        self.tag_store = TagStore(file_io, self.paths, self.name)
+        self.consumer_store = ConsumerStore(file_io, self.paths, self.name)
+        self.changelog_store = ChangelogStore(file_io, self.paths, self.name)
+        self.change_history = ChangeHistory(self.snapshot_store, self.changelog_store)
         self._options = OptionsCache(self.name)
 
     def __repr__(self) -> str:
@@ -122,7 +125,7 @@ class Table:
         (each access to :attr:`schema` lists the schema directory to find the latest)."""
         schema = self.schemas.latest()
         return TableContext(self.file_io, self.paths, self.name, schema, self._options.of(schema), self.schemas,
-                            self.snapshot_store)
+                            self.snapshot_store, self.tag_store, self.consumer_store, self.changelog_store)
 
     @property
     def arrow_schema(self) -> pa.Schema:
@@ -149,10 +152,8 @@ class Table:
         Raises:
             SnapshotNotFoundError: no retained snapshot is that old (names the earliest).
         """
-        timestamp_ms = epoch_ms(moment, what=f"time travel on table {self.name}", name="moment")
-        if timestamp_ms is None:
-            raise InvalidArgumentError(f"time travel on table {self.name}: give a datetime or epoch milliseconds")
-        return self.snapshot_store.at_or_before(timestamp_ms)
+        return self.snapshot_store.at_or_before(epoch_ms(moment, what=f"time travel on table {self.name}",
+                                                         name="moment"))
 
     def snapshots(self) -> list[Snapshot]:
         """Every retained snapshot, oldest first."""
@@ -160,13 +161,9 @@ class Table:
 
     def tag(self, name: str) -> Snapshot:
         """The snapshot a tag points at (it survives the expiry of the snapshot itself)."""
-        return self._tags.get(name).snapshot
+        return self.tag_store.get(name).snapshot
 
     # ---- tags, expiry, rollback -----------------------------------------------------------------
-
-    @property
-    def _tags(self) -> TagStore:
-        return TagStore(self.file_io, self.paths, self.name)
 
     def create_tag(self, name: str, snapshot_id: int | None = None, *,
                    time_retained_s: float | None = None) -> Tag:
@@ -174,15 +171,15 @@ class Table:
         snapshot = self.latest_snapshot() if snapshot_id is None else self.snapshot(snapshot_id)
         if snapshot is None:
             raise SnapshotNotFoundError(f"table {self.name} has no snapshot to tag")
-        return self._tags.create(name, snapshot, time_retained_s=time_retained_s)
+        return self.tag_store.create(name, snapshot, time_retained_s=time_retained_s)
 
     def delete_tag(self, name: str) -> bool:
         """Remove a tag; files only it kept become orphans for :meth:`remove_orphan_files`."""
-        return self._tags.delete(name)
+        return self.tag_store.delete(name)
 
     def list_tags(self) -> list[Tag]:
         """Every tag, oldest snapshot first."""
-        return self._tags.tags()
+        return self.tag_store.tags()
 
     def expire_snapshots(self, *, dry_run: bool = True, older_than: dt.datetime | int | None = None,
                          retain_min: int | None = None, retain_max: int | None = None,
@@ -199,12 +196,9 @@ class Table:
                 ``snapshot.num-retained.max`` and ``snapshot.expire.limit``.
             progress: ``(stage, done, total)`` as files are deleted (see :mod:`paimon_core.progress`).
         """
-        expiry = SnapshotExpiry(self.context())
         older_than_ms = epoch_ms(older_than, what=f"expiry of table {self.name}", name="older_than")
-        plan = expiry.plan(expiry.retention(older_than_ms=older_than_ms, retain_min=retain_min,
-                                            retain_max=retain_max, limit=max_deletes),
-                           changelog_older_than_ms=older_than_ms)
-        return plan if dry_run else expiry.execute(plan, progress)
+        return expire(self.context(), older_than_ms=older_than_ms, retain_min=retain_min, retain_max=retain_max,
+                      limit=max_deletes, dry_run=dry_run, progress=progress)
 
     def create_automatic_tags(self) -> AutoTagResult:
         """``tag.automatic-creation = process-time``: tag the last finished period if it is due
@@ -589,7 +583,7 @@ class Table:
         context = self.context()
         reader = self._change_reader(context, columns, filter)
         store = self.snapshot_store
-        consumers = ConsumerStore(self.file_io, self.paths, self.name)
+        consumers = self.consumer_store
         older = None
         if scan_mode == "from-timestamp":
             if timestamp_ms is None:
@@ -642,11 +636,11 @@ class Table:
 
     def consumers(self) -> list[Consumer]:
         """Streaming consumers of this table and where each resumes."""
-        return ConsumerStore(self.file_io, self.paths, self.name).consumers()
+        return self.consumer_store.consumers()
 
     def consumer(self, consumer_id: str) -> int | None:
         """The first snapshot ``consumer_id`` has not read, or None if it never saved progress."""
-        return ConsumerStore(self.file_io, self.paths, self.name).next_snapshot(consumer_id)
+        return self.consumer_store.next_snapshot(consumer_id)
 
     def system(self, name: str, *, snapshot_id: int | None = None) -> pa.Table:
         """One of Paimon's system tables of this table (``t$files`` in Paimon's SQL), as Arrow.

@@ -32,18 +32,9 @@ class TableContext:
     options: TableOptions
     schemas: SchemaStore
     snapshots: SnapshotStore
-
-    @property
-    def tags(self) -> TagStore:
-        return TagStore(self.file_io, self.paths, self.name)
-
-    @property
-    def consumer_store(self) -> ConsumerStore:
-        return ConsumerStore(self.file_io, self.paths, self.name)
-
-    @property
-    def changelogs(self) -> ChangelogStore:
-        return ChangelogStore(self.file_io, self.paths, self.name)
+    tags: TagStore
+    consumer_store: ConsumerStore
+    changelogs: ChangelogStore
 
     def latest_snapshot(self) -> Snapshot | None:
         return self.snapshots.latest()

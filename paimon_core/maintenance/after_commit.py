@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from paimon_core.compaction.compactor import CompactionResult, TableCompactor
 from paimon_core.errors import CommitConflictError, PaimonError, UnsupportedFeatureError
 from paimon_core.maintenance.auto_tags import create_automatic_tags
-from paimon_core.maintenance.expiry import SnapshotExpiry
+from paimon_core.maintenance.expiry import expire
 
 if TYPE_CHECKING:
     from paimon_core.table_context import TableContext
@@ -50,8 +50,7 @@ def expire_after_commit(table: TableContext) -> None:
     """Automatic tags, then snapshot expiry (the tag keeps the period's last snapshot)."""
     try:
         create_automatic_tags(table, int(time.time() * 1000))
-        expiry = SnapshotExpiry(table)
-        expiry.execute(expiry.plan(expiry.retention()))
+        expire(table)
     except UnsupportedFeatureError as exc:
         log.info("no snapshot expiry after the write to %s: %s", table.name, exc)
     except (PaimonError, OSError):  # storage errors too: the commit must not be reported failed

@@ -38,7 +38,8 @@ class DroppedPartitions:
     def summary(self) -> str:
         verb = "would drop" if self.dry_run else "dropped"
         landed = f" in snapshot {self.snapshot_id}" if self.snapshot_id is not None else ""
-        return (f"{self.table}: {verb} {len(self.partitions)} partitions ({self.files} files, {self.records} "
+        noun = "partition" if len(self.partitions) == 1 else "partitions"
+        return (f"{self.table}: {verb} {len(self.partitions)} {noun} ({self.files} files, {self.records} "
                 f"records, {self.bytes} bytes){landed}; earlier snapshots still hold them until they expire")
 
 

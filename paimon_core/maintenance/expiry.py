@@ -25,15 +25,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from paimon_core.consumer import Consumer, ConsumerStore
+from paimon_core.consumer import Consumer
 from paimon_core.errors import FileIOError, OptionError, UnsupportedFeatureError
 from paimon_core.maintenance.reachable import SNAPSHOT, TAG, References, manifest_lists
 from paimon_core.manifest import ADD, DELETE, ManifestEntry, ManifestFileMeta
 from paimon_core.options import TableOptions
 from paimon_core.progress import Progress, no_progress
 from paimon_core.read.scan import PartitionDecoder, live_entries, read_entries
-from paimon_core.snapshot import ChangeHistory, ChangelogStore, Snapshot
-from paimon_core.tags import TagStore
+from paimon_core.snapshot import ChangeHistory, Snapshot
 from paimon_core.write.routing import make_partition
 
 if TYPE_CHECKING:
@@ -163,7 +162,7 @@ class SnapshotExpiry:
         self._decode = PartitionDecoder(schema.partition_types)
         self._partition_paths: dict[bytes, str] = {}
         self.references = References(self.file_io, self.paths)
-        self.changelogs = ChangelogStore(self.file_io, self.paths, table.name)
+        self.changelogs = table.changelogs
         self._history = ChangeHistory(self.store, self.changelogs)
         self._read: dict[int, Snapshot] = {}
 
@@ -212,7 +211,7 @@ class SnapshotExpiry:
                               duration_s=time.monotonic() - started, stale_consumers=stale,
                               changelogs_expired=long_lived, file_sizes=dict(changelog.sizes))
         expiring = [self._snapshot(i) for i in range(earliest, end)]
-        tags = [t.snapshot for t in TagStore(self.file_io, self.paths, name).tags()]
+        tags = [t.snapshot for t in self.table.tags.tags()]
         keep = [self._snapshot(end), *tags]
         self._plan_data(expiring[1:] + keep[:1], keep, data)
         if not decoupled:
@@ -260,7 +259,7 @@ class SnapshotExpiry:
     def execute(self, plan: ExpiryPlan, progress: Progress = no_progress) -> ExpiryPlan:
         """Delete what ``plan`` lists, in the safe order (see the module docstring)."""
         started = time.monotonic()
-        consumers = ConsumerStore(self.file_io, self.paths, self.table.name)
+        consumers = self.table.consumer_store
         for consumer_id in plan.stale_consumers:
             consumers.remove(consumer_id)
             log.info("removed consumer %s of %s: idle longer than consumer.expiration-time", consumer_id,
@@ -386,3 +385,18 @@ class SnapshotExpiry:
             for path in files | {self.paths.manifest_file(m.file_name) for m in manifests}:
                 if path not in kept:
                     out.add(path)
+
+
+def expire(table: TableContext, *, older_than_ms: int | None = None, retain_min: int | None = None,
+           retain_max: int | None = None, limit: int | None = None, dry_run: bool = False,
+           progress: Progress = no_progress) -> ExpiryPlan:
+    """Plan an expiry under the table's retention (overridden by the arguments given) and, unless
+    ``dry_run``, carry it out: the one path of both maintaining writers and explicit expiries.
+
+    ``older_than_ms`` also overrides ``changelog.time-retained`` for long-lived changelogs.
+    """
+    expiry = SnapshotExpiry(table)
+    plan = expiry.plan(expiry.retention(older_than_ms=older_than_ms, retain_min=retain_min,
+                                        retain_max=retain_max, limit=limit),
+                       changelog_older_than_ms=older_than_ms)
+    return plan if dry_run else expiry.execute(plan, progress)

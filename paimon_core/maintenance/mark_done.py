@@ -55,7 +55,8 @@ class MarkedDone:
     files: tuple[SuccessFile, ...]
 
     def summary(self) -> str:
-        return f"{self.table}: marked {len(self.partitions)} partitions done ({', '.join(self.partitions)})"
+        noun = "partition" if len(self.partitions) == 1 else "partitions"
+        return f"{self.table}: marked {len(self.partitions)} {noun} done ({', '.join(self.partitions)})"
 
 
 def partition_dir(table: TableContext, spec: Mapping[str, Any] | str) -> str:

@@ -22,8 +22,7 @@ from paimon_core.errors import FileIOError, MissingFileError, OptionError, Snaps
 from paimon_core.fileio import FileStatus
 from paimon_core.maintenance.reachable import CHANGELOG, SNAPSHOT, TAG, References
 from paimon_core.progress import Progress, no_progress
-from paimon_core.snapshot import ChangelogStore, Snapshot, utc_text
-from paimon_core.tags import TagStore
+from paimon_core.snapshot import Snapshot, utc_text
 
 if TYPE_CHECKING:
     from paimon_core.table_context import TableContext
@@ -141,9 +140,9 @@ class OrphanFilesClean:
                 yield self.paths.snapshot_file(snapshot_id), store.snapshot(snapshot_id), SNAPSHOT
             except SnapshotNotFoundError:
                 continue  # expired or rolled back while listing
-        for tag in TagStore(self.file_io, self.paths, self.table.name).tags():
+        for tag in self.table.tags.tags():
             yield self.paths.tag_file(tag.name), tag.snapshot, TAG
-        changelogs = ChangelogStore(self.file_io, self.paths, self.table.name)
+        changelogs = self.table.changelogs
         for changelog_id in changelogs.snapshot_ids():
             try:
                 yield changelogs.file(changelog_id), changelogs.snapshot(changelog_id), CHANGELOG

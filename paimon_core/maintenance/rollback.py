@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from paimon_core.errors import CommitConflictError
+from paimon_core.snapshot import epoch_ms
 
 if TYPE_CHECKING:
     from paimon_core.snapshot import Snapshot
@@ -49,7 +50,7 @@ def _target(table: TableContext, target: int | str | dt.datetime) -> tuple[Snaps
         snapshot = table.tags.get(target).snapshot
         return snapshot, None if store.exists(snapshot.id) else target
     if isinstance(target, dt.datetime):
-        return store.at_or_before(int(target.timestamp() * 1000)), None  # naive: local time
+        return store.at_or_before(epoch_ms(target, what=f"rollback of table {table.name}", name="target")), None
     return store.snapshot(target), None  # raises for an expired or unknown id
 
 

@@ -48,7 +48,7 @@ from pipelines.lsm import COMPACTION_TAG, FOLLOW_ENV, SENSOR_INTERVAL_ENV, TRIGG
 from pipelines.sensors import REASON_FULL_DUE, REASON_LEVEL0
 from pipelines.target import TABLE_TAG
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.live]  # a real webserver and daemon
 
 SENSOR = "compact_shop_orders_sensor"
 REVENUE_SENSOR = "changes_shop_order_revenue_by_status_sensor"

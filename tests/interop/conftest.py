@@ -7,10 +7,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import select
 import shutil
 import subprocess
 import sys
+import threading
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -27,20 +30,35 @@ JAVA_DRIVER = Path(__file__).with_name("java") / "PaimonJavaOracle.java"
 JAVA_JARS = ("paimon-python-java-bridge-0.9.0.jar", "hadoop-client-api-3.3.4.jar",
              "hadoop-client-runtime-3.3.4.jar", "commons-logging-1.1.3.jar", "netty-common-4.1.96.Final.jar")
 # Arrow's Java memory needs java.nio opened on JDK 17; UTC makes TIMESTAMP WITH LOCAL TIME ZONE
-# columns cross as Arrow timestamps in UTC, as ours are; each run is short, so the client compiler
-# alone (TieredStopAtLevel=1) and the serial collector cost the least CPU.
+# columns cross as Arrow timestamps in UTC, as ours are; each spec is little work, so the client
+# compiler alone (TieredStopAtLevel=1) and the serial collector cost the least CPU.
 JAVA_FLAGS = ("--add-opens=java.base/java.nio=ALL-UNNAMED", "-Duser.timezone=UTC", "-Xmx2g", "-XX:+UseSerialGC",
               "-XX:TieredStopAtLevel=1")
 
 
+# An oracle run is seconds of work; ten minutes means it hangs.
+RUN_TIMEOUT_S = 600
+
+
 class StepOracle:
-    """Runs a driver's JSON step lists by subprocess, exchanging tables as Arrow IPC files."""
+    """Runs a driver's JSON step lists, exchanging tables as Arrow IPC files.
+
+    One driver process per test session serves every spec (``--serve``: a line
+    ``SPEC<TAB>RESULT`` in, ``ok`` or ``error`` out, the traceback then in ``RESULT.error``):
+    starting an interpreter with pypaimon, or a JVM with Paimon and Hadoop, costs about a CPU
+    second per step list otherwise. The drivers give each spec a catalog (and writers) of its own,
+    as a process of its own would; a driver that dies or hangs is stopped and the next spec
+    starts a fresh one.
+    """
 
     name = "oracle"
 
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
         self._count = 0
+        self._server: subprocess.Popen[bytes] | None = None
+        self._log = workdir / "driver.log"
+        self._lock = threading.Lock()
 
     def _path(self, suffix: str) -> Path:
         self._count += 1
@@ -57,7 +75,8 @@ class StepOracle:
         with pa.memory_map(path) as source:
             return ipc.open_file(source).read_all()
 
-    def command(self, spec: Path, result: Path) -> list[str]:
+    def serve_command(self) -> list[str]:
+        """The driver serving specs on stdin."""
         raise NotImplementedError
 
     def prepare(self, step: dict[str, Any]) -> dict[str, Any]:
@@ -70,15 +89,59 @@ class StepOracle:
         spec, result = self._path(".json"), self._path(".result.json")
         spec.write_text(json.dumps({"warehouse": str(warehouse), "steps": [self.prepare(s) for s in steps],
                                     "catalog_options": catalog_options or {}}))
-        proc = subprocess.run(self.command(spec, result), capture_output=True, text=True, timeout=600,
-                              check=False)
-        if proc.returncode != 0:
-            raise AssertionError(f"{self.name} failed:\n{proc.stderr[-6000:]}")
+        self.execute(spec, result)
         return list(json.loads(result.read_text()))
+
+    def execute(self, spec: Path, result: Path) -> None:
+        """Have the serving driver run one spec; a failure raises with its traceback and log."""
+        with self._lock:
+            server = self._running()
+            logged = self._log.stat().st_size
+            assert server.stdin is not None and server.stdout is not None
+            try:
+                server.stdin.write(f"{spec}\t{result}\n".encode())
+                server.stdin.flush()
+            except BrokenPipeError:
+                pass  # it died: reported below, as it gives no answer
+            ready, _, _ = select.select([server.stdout], [], [], RUN_TIMEOUT_S)
+            answer = server.stdout.readline().decode().strip() if ready else ""
+            if answer == "ok":
+                return
+            if answer == "error":
+                trace = Path(f"{result}.error").read_text()
+                raise AssertionError(f"{self.name} failed:\n{self._log_since(logged)}{trace[-6000:]}")
+            self.close()
+            what = f"did not answer within {RUN_TIMEOUT_S} s" if not ready else "exited"
+            raise AssertionError(f"{self.name} {what} on {spec}:\n{self._log_since(logged)}")
+
+    def _running(self) -> subprocess.Popen[bytes]:
+        if self._server is None or self._server.poll() is not None:
+            with self._log.open("ab") as log:
+                self._server = subprocess.Popen(self.serve_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                                stderr=log)
+        return self._server
+
+    def _log_since(self, offset: int) -> str:
+        with self._log.open("rb") as log:
+            log.seek(offset)
+            return log.read()[-6000:].decode(errors="replace")
+
+    def close(self) -> None:
+        """Stop the serving driver (end of its input, then by its PID if it does not exit)."""
+        server, self._server = self._server, None
+        if server is None:
+            return
+        assert server.stdin is not None
+        try:
+            server.stdin.close()
+            server.wait(timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            server.kill()
+            server.wait()
 
     def read_snapshots(self, warehouse: Path | str, table: str, snapshot_ids: list[int],
                        catalog_options: dict[str, str] | None = None, **options: Any) -> dict[int, pa.Table]:
-        """pypaimon's read of ``table`` at each snapshot id."""
+        """The oracle's read of ``table`` at each snapshot id."""
         outs = {sid: str(self._path(".arrow")) for sid in snapshot_ids}
         self.run(warehouse, [{"op": "read", "table": table, "snapshot_id": sid, "out": out, **options}
                              for sid, out in outs.items()], catalog_options)
@@ -97,22 +160,21 @@ class Oracle(StepOracle):
     """pypaimon 2.1.0 in the oracle virtualenv (tests/interop/oracle_driver.py)."""
 
     name = "pypaimon"
+    driver = DRIVER
 
     def __init__(self, python: Path, workdir: Path) -> None:
         super().__init__(workdir)
         self.python = python
 
-    def command(self, spec: Path, result: Path) -> list[str]:
-        return [str(self.python), str(DRIVER), str(spec), str(result)]
+    def serve_command(self) -> list[str]:
+        return [str(self.python), str(self.driver), "--serve"]
 
 
 class RustOracle(Oracle):
     """pypaimon-rust 0.4.0 (Paimon's Rust reader) in the oracle virtualenv: batch reads only."""
 
     name = "pypaimon-rust"
-
-    def command(self, spec: Path, result: Path) -> list[str]:
-        return [str(self.python), str(RUST_DRIVER), str(spec), str(result)]
+    driver = RUST_DRIVER
 
 
 def java_fields(schema: pa.Schema) -> list[dict[str, Any]]:
@@ -133,8 +195,8 @@ class JavaOracle(StepOracle):
         self.java = java
         self.classpath = classpath
 
-    def command(self, spec: Path, result: Path) -> list[str]:
-        return [self.java, *JAVA_FLAGS, "-cp", self.classpath, "PaimonJavaOracle", str(spec), str(result)]
+    def serve_command(self) -> list[str]:
+        return [self.java, *JAVA_FLAGS, "-cp", self.classpath, "PaimonJavaOracle", "--serve"]
 
     def prepare(self, step: dict[str, Any]) -> dict[str, Any]:
         if step["op"] == "create_table" and "schema" in step:
@@ -188,15 +250,18 @@ def _skip_loudly(message: str) -> NoReturn:
 
 
 @pytest.fixture(scope="session")
-def java_oracle(tmp_path_factory: pytest.TempPathFactory) -> JavaOracle:
+def java_oracle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaOracle]:
     made = _java_oracle(tmp_path_factory.mktemp("java-oracle"))
     if isinstance(made, str):
         _skip_loudly(f"JAVA INTEROP TESTS SKIPPED: the Java Paimon oracle cannot be used: {made}")
-    return made
+    try:
+        yield made
+    finally:
+        made.close()
 
 
 @pytest.fixture(scope="session")
-def rust_oracle(tmp_path_factory: pytest.TempPathFactory) -> RustOracle:
+def rust_oracle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RustOracle]:
     code = "import importlib.metadata as m, pypaimon_rust; print(m.version('pypaimon-rust'))"
     probe = subprocess.run([str(ORACLE_PYTHON), "-c", code], capture_output=True, text=True, check=False) \
         if ORACLE_PYTHON.exists() else None
@@ -204,12 +269,20 @@ def rust_oracle(tmp_path_factory: pytest.TempPathFactory) -> RustOracle:
         found = "no oracle virtualenv" if probe is None else (probe.stderr.strip()[-300:] or probe.stdout.strip())
         _skip_loudly(f"RUST READER TESTS SKIPPED: pypaimon-rust 0.4.0 cannot be used in {ORACLE_PYTHON}: {found} "
                      "(run `make oracle`)")
-    return RustOracle(ORACLE_PYTHON, tmp_path_factory.mktemp("rust-oracle"))
+    made = RustOracle(ORACLE_PYTHON, tmp_path_factory.mktemp("rust-oracle"))
+    try:
+        yield made
+    finally:
+        made.close()
 
 
 @pytest.fixture(scope="session")
-def oracle(tmp_path_factory: pytest.TempPathFactory) -> Oracle:
+def oracle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Oracle]:
     reason = _oracle_available()
     if reason is not None:
         _skip_loudly(f"INTEROP TESTS SKIPPED: the pypaimon oracle cannot be used: {reason}")
-    return Oracle(ORACLE_PYTHON, tmp_path_factory.mktemp("oracle"))
+    made = Oracle(ORACLE_PYTHON, tmp_path_factory.mktemp("oracle"))
+    try:
+        yield made
+    finally:
+        made.close()

@@ -1,13 +1,12 @@
 """Runs inside .venv-oracle (pypaimon 2.1.0): performs the steps of a JSON spec with pypaimon.
 
-Usage: ``python oracle_driver.py SPEC.json RESULT.json``. Tables travel as Arrow IPC files,
-which every pyarrow version reads. This file must not import paimon_core.
+Usage: ``python oracle_driver.py SPEC.json RESULT.json``, or ``--serve`` (see spec_server.py).
+Tables travel as Arrow IPC files, which every pyarrow version reads. This file must not import paimon_core.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any
 
 import pyarrow as pa
@@ -15,6 +14,7 @@ from pyarrow import ipc
 from pypaimon import CatalogFactory, Schema
 from pypaimon.schema.data_types import AtomicType
 from pypaimon.schema.schema_change import SchemaChange
+from spec_server import main
 
 
 def load(path: str) -> pa.Table:
@@ -162,14 +162,14 @@ def run_step(catalog: Any, step: dict[str, Any]) -> Any:
     return None
 
 
-def main() -> None:
-    with open(sys.argv[1]) as f:
+def run_spec(spec_path: str, result_path: str) -> None:
+    with open(spec_path) as f:
         spec = json.load(f)
     catalog = CatalogFactory.create({"warehouse": spec["warehouse"], **spec.get("catalog_options", {})})
     results = [run_step(catalog, step) for step in spec["steps"]]
-    with open(sys.argv[2], "w") as f:
+    with open(result_path, "w") as f:
         json.dump(results, f)
 
 
 if __name__ == "__main__":
-    main()
+    main(run_spec)

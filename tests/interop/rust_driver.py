@@ -1,18 +1,18 @@
 """Runs inside .venv-oracle with pypaimon-rust 0.4.0 (Apache Paimon's Rust reader): batch reads.
 
-Usage: ``python rust_driver.py SPEC.json RESULT.json`` with the step format of the other drivers;
+Usage: ``python rust_driver.py SPEC.json RESULT.json`` (or ``--serve``) with the step format of the other drivers;
 only ``read`` (at ``snapshot_id`` or ``tag``) is offered. This file must not import paimon_core.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any
 
 import pyarrow as pa
 from pyarrow import ipc
 from pypaimon_rust.datafusion import PaimonCatalog
+from spec_server import main
 
 
 def save(table: pa.Table, path: str) -> None:
@@ -35,8 +35,8 @@ def read(catalog: Any, step: dict[str, Any]) -> dict[str, Any]:
     return {"rows": result.num_rows, "splits": len(splits)}
 
 
-def main() -> None:
-    with open(sys.argv[1]) as f:
+def run_spec(spec_path: str, result_path: str) -> None:
+    with open(spec_path) as f:
         spec = json.load(f)
     catalog = PaimonCatalog({"warehouse": spec["warehouse"], **spec.get("catalog_options", {})})
     results = []
@@ -44,9 +44,9 @@ def main() -> None:
         if step["op"] != "read":
             raise ValueError(f"the Rust driver only reads, not {step['op']!r}")
         results.append(read(catalog, step))
-    with open(sys.argv[2], "w") as f:
+    with open(result_path, "w") as f:
         json.dump(results, f)
 
 
 if __name__ == "__main__":
-    main()
+    main(run_spec)

@@ -2,6 +2,7 @@
  * The Java oracle: performs the steps of a JSON spec with Apache Paimon's own Java core.
  *
  * Usage: java -cp <paimon + hadoop jars>:<classes> PaimonJavaOracle SPEC.json RESULT.json
+ *    or: ... PaimonJavaOracle --serve   (spec and result paths per line on stdin, see serve())
  *
  * Tables travel as Arrow IPC files (Paimon's own paimon-arrow converters on this side, pyarrow
  * on the other), so every Paimon type crosses without a hand-written codec. Steps mirror the
@@ -143,7 +144,43 @@ public final class PaimonJavaOracle {
     }
 
     public static void main(String[] args) throws Exception {
-        JsonNode spec = JSON.readTree(new File(args[0]));
+        if (args.length == 1 && args[0].equals("--serve")) {
+            serve();
+        } else {
+            runSpec(new File(args[0]), new File(args[1]));
+        }
+    }
+
+    /**
+     * Serve step lists until stdin closes: each line is "SPEC.json<TAB>RESULT.json", answered by a
+     * line "ok" or "error" (the stack trace then in RESULT.json.error). One JVM then loads Paimon
+     * and Hadoop once for a whole test session instead of once per step list; every spec still
+     * gets its own catalog, writers and spill directory, as a separate run would.
+     */
+    private static void serve() throws Exception {
+        java.io.BufferedReader in = new java.io.BufferedReader(
+                new java.io.InputStreamReader(System.in, java.nio.charset.StandardCharsets.UTF_8));
+        java.io.PrintStream answers = System.out;
+        System.setOut(System.err);  // whatever Paimon or Hadoop print stays off the answer channel
+        String line;
+        while ((line = in.readLine()) != null) {
+            String[] files = line.split("\t");
+            String answer = "ok";
+            try {
+                runSpec(new File(files[0]), new File(files[1]));
+            } catch (Throwable t) {  // reported to the caller; the next spec gets a clean run
+                java.io.StringWriter trace = new java.io.StringWriter();
+                t.printStackTrace(new java.io.PrintWriter(trace));
+                Files.writeString(new File(files[1] + ".error").toPath(), trace.toString());
+                answer = "error";
+            }
+            answers.println(answer);
+            answers.flush();
+        }
+    }
+
+    private static void runSpec(File specFile, File resultFile) throws Exception {
+        JsonNode spec = JSON.readTree(specFile);
         Options options = new Options();
         options.set("warehouse", spec.get("warehouse").asText());
         spec.path("catalog_options").fields().forEachRemaining(e -> options.set(e.getKey(), e.getValue().asText()));
@@ -160,7 +197,7 @@ public final class PaimonJavaOracle {
                 oracle.closeIoManager(new File(tmp));
             }
         }
-        JSON.writeValue(new File(args[1]), results);
+        JSON.writeValue(resultFile, results);
     }
 
     /** Closes the spill/lookup directories; files a closing writer still holds are removed after it. */
