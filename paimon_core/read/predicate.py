@@ -7,11 +7,11 @@ Arrow scalar (for the exact row filter) and in internal form (for min/max prunin
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -195,10 +195,14 @@ def _literal(value: Any, data_type: DataType, column: str, table: str) -> pa.Sca
 
 def _exact_scalar(value: Any) -> pa.Scalar:
     """The literal as an Arrow scalar at its full precision: pyarrow infers a pandas Timestamp
-    (what reads of TIMESTAMP(7..9) columns return) as microseconds, dropping its nanoseconds."""
+    (what reads of TIMESTAMP(7..9) columns return) as microseconds, dropping its nanoseconds.
+
+    pandas is looked up, not imported: a value can only be a pandas Timestamp once pandas is loaded,
+    and importing it would double the start-up time of every process that imports paimon_core."""
     if isinstance(value, pa.Scalar):
         return value
-    if isinstance(value, pd.Timestamp) and value is not pd.NaT:
+    pd = sys.modules.get("pandas")
+    if pd is not None and isinstance(value, pd.Timestamp) and value is not pd.NaT:
         if value.tzinfo is None:
             return pa.scalar(value.as_unit("ns").to_datetime64())
         naive = value.tz_convert("UTC").tz_localize(None).as_unit("ns").to_datetime64()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,9 +29,22 @@ def warehouse(tmp_path: Path) -> str:
     return str(tmp_path / "warehouse")
 
 
+@pytest.fixture(scope="session")
+def empty_instance_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A test instance's directory with its SQLite storages created and migrated (0.6 s of work
+    each time), copied for every test instead of made again."""
+    template = tmp_path_factory.mktemp("dagster-instance")
+    with dg.instance_for_test(temp_dir=str(template)):
+        pass
+    return template
+
+
 @pytest.fixture
-def instance() -> Iterator[dg.DagsterInstance]:
-    with dg.instance_for_test() as test_instance:
+def instance(empty_instance_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dg.DagsterInstance]:
+    """A fresh, empty test instance of this test's own (outside ``tmp_path``, which tests list)."""
+    home = tmp_path_factory.mktemp("dagster-instance")
+    shutil.copytree(empty_instance_dir, home, dirs_exist_ok=True)
+    with dg.instance_for_test(temp_dir=str(home)) as test_instance:
         yield test_instance
 
 

@@ -2,8 +2,8 @@
 
 8 writer processes + 2 compaction processes + 1 expiry process race on a PK table and an append
 table (the workload: ``tests/torture/workload.py``; the invariants: ``tests/torture/checks.py``).
-Sizes per store are :data:`~tests.torture.workload.CI_SIZES`; ``benchmarks/torture_bench.py
---long`` runs 100 commits per writer. The figures of each run are printed (``-rP`` shows them)
+Sizes per store are :data:`~tests.torture.workload.CI_SIZES`; ``python -m benchmarks
+torture --long`` runs 100 commits per writer. The figures of each run are printed (``-rP`` shows them)
 and saved as ``<pytest basetemp>/torture/<store>.json``.
 """
 

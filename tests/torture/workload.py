@@ -120,7 +120,7 @@ CI_SIZES: dict[str, TortureConfig] = {
     "moto": TortureConfig(rounds=6),
     "seaweed": TortureConfig(rounds=13),
 }
-# ``--long`` (benchmarks/torture_bench.py): 100 commits per writer (50 rounds of two tables).
+# ``--long`` (``python -m benchmarks torture --long``): 100 commits per writer (50 rounds of two tables).
 LONG_SIZES: dict[str, TortureConfig] = {
     "local": TortureConfig(rounds=50, budget_s=1800),
     "moto": TortureConfig(rounds=50, budget_s=1800),

@@ -1,41 +1,45 @@
-"""The changelog benchmark's dataset, expected changelogs and variants (see changelog_bench.py).
+"""The changelog suite's workload and checks: the dataset, the expected changelogs, the variants
+(tables) it compares, and which checks of a step failed. Step processes of both engines import it
+(in .venv and .venv-bench), so it imports nothing but the standard library, numpy, pyarrow and the
+harness.
 
-Shared by the driver and the step scripts, so like bench_common it imports nothing but the
-standard library, numpy and pyarrow (it runs in .venv and in .venv-bench).
-
-The data is pk_bench's schema (``id`` key, ``v_int``, ``v_float``, ``v_str``, ``v_ts``, ``v_i32``):
+The data is the keyed rows of :mod:`benchmarks.data` (``id`` key, ``v_int``, ``v_float``, ``v_str``,
+``v_ts``, ``v_i32``):
 
 * a base of ``rows`` rows with the keys ``0 .. rows - 1`` in shuffled order;
 * ``batches`` batches of ``batch_rows`` rows each. A batch updates live keys (new values in every
   column), inserts new keys (the next ones) and deletes other live keys, so it implies exactly
   ``updates`` ``-U`` and ``+U`` rows, ``inserts`` ``+I`` rows and ``deletes`` ``-D`` rows of changelog.
 
-Stored once as uncompressed Arrow IPC: ``base.arrow`` (as pk_bench's), ``upserts.arrow`` (one record batch of
+Stored once as uncompressed Arrow IPC: ``base.arrow``, ``upserts.arrow`` (one record batch of
 updates and inserts per batch) and ``deletes.arrow`` (one record batch of keys per batch).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
-import bench_common as bc
-import bench_pk_common as pk
 import numpy as np
 import pyarrow as pa
 
-SEED = 20241105
-TABLE = pk.TABLE
-KEY = pk.KEY
-BUCKETS = pk.BUCKETS  # "4": four fixed buckets, as in pk_bench
-SCHEMA = pk.SCHEMA
-KEY_SCHEMA = pa.schema([SCHEMA.field(KEY)])
-BASE_FILE = pk.BASE_FILE  # read with pk.load_base
-UPSERTS_FILE, DELETES_FILE, FACTS_FILE = "upserts.arrow", "deletes.arrow", "facts.json"
-KINDS = ("+I", "-U", "+U", "-D")
+from benchmarks import data
+from benchmarks.harness.runner import Outcome
 
+SEED = 20241105
+TABLE = "bench.pk"
+KEY = data.KEY
+BUCKETS = "4"  # four fixed buckets, as in the pk suite
+SCHEMA = data.KEYED_SCHEMA
+KEY_SCHEMA = pa.schema([SCHEMA.field(KEY)])
+BASE_FILE, UPSERTS_FILE, DELETES_FILE = "base.arrow", "upserts.arrow", "deletes.arrow"
+KINDS = ("+I", "-U", "+U", "-D")
+DELTA_BATCH = 1  # the batch delta-rs MERGEs, onto the base
+
+
+# ---- dataset -------------------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
 class Plan:
@@ -74,8 +78,8 @@ class Plan:
 class Facts:
     """The plan and what reads must return.
 
-    ``tables[n]``: :func:`pk.fingerprint` of the table after ``n`` batches; ``changes[n]``: the
-    changelog batch ``n`` implies, per row kind (:func:`change_counts`).
+    ``tables[n]``: :func:`data.keyed_fingerprint` of the table after ``n`` batches; ``changes[n]``:
+    the changelog batch ``n`` implies, per row kind (:func:`change_counts`).
     """
 
     plan: Plan
@@ -87,9 +91,9 @@ class Facts:
 
     @staticmethod
     def from_json(text: str) -> Facts:
-        data = json.loads(text)
-        return Facts(Plan(**data["plan"]), {int(n): fp for n, fp in data["tables"].items()},
-                     {int(n): kinds for n, kinds in data["changes"].items()})
+        known = json.loads(text)
+        return Facts(Plan(**known["plan"]), {int(n): fp for n, fp in known["tables"].items()},
+                     {int(n): kinds for n, kinds in known["changes"].items()})
 
 
 def no_changes() -> dict[str, dict[str, int]]:
@@ -112,13 +116,6 @@ def change_counts(changes: pa.Table) -> dict[str, dict[str, int]]:
     return out
 
 
-def describe_changes(counts: dict[str, dict[str, int]]) -> str:
-    """``+I 10,000 / -U 85,000 / +U 85,000 / -D 5,000``."""
-    return " / ".join(f"{kind} {counts.get(kind, {}).get('rows', 0):,}" for kind in KINDS)
-
-
-# ---- dataset -------------------------------------------------------------------------------------
-
 class _State:
     """Live keys and their newest ``v_int`` and ``v_i32``, kept by key index (no sort or merge)."""
 
@@ -134,7 +131,7 @@ class _State:
         self.v_i32[ids] = rows["v_i32"].to_numpy()
 
     def fingerprint(self) -> dict[str, int]:
-        """What :func:`pk.fingerprint` of the table must return."""
+        """What :func:`data.keyed_fingerprint` of the table must return."""
         ids = np.flatnonzero(self.live)
         return {"rows": len(ids), "sum_id": int(ids.sum()), "sum_v_int": int(self.v_int[ids].sum()),
                 "sum_v_i32": int(self.v_i32[ids].sum())}
@@ -150,14 +147,7 @@ def _batch(rng: np.random.Generator, plan: Plan, state: _State, first_new: int) 
     chosen = rng.choice(np.flatnonzero(state.live), plan.updates + plan.deletes, replace=False)
     keys = np.concatenate([chosen[:plan.updates], np.arange(first_new, first_new + plan.inserts)])
     rng.shuffle(keys)
-    return pk._rows(rng, keys), np.sort(chosen[plan.updates:])
-
-
-def _write(path: Path, schema: pa.Schema, tables: list[pa.Table]) -> None:
-    """One record batch per table."""
-    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
-        for table in tables:
-            writer.write_batch(table.combine_chunks().to_batches()[0])
+    return data.keyed_rows(rng, keys), np.sort(chosen[plan.updates:])
 
 
 def generate(directory: Path, plan: Plan) -> Facts:
@@ -166,10 +156,9 @@ def generate(directory: Path, plan: Plan) -> Facts:
     rng = np.random.default_rng(SEED)
     directory.mkdir(parents=True, exist_ok=True)
     state = _State(plan.rows + plan.batches * plan.inserts)
-    base = pk._rows(rng, rng.permutation(plan.rows))
+    base = data.keyed_rows(rng, rng.permutation(plan.rows))
     state.upsert(base)
-    with pa.OSFile(str(directory / BASE_FILE), "wb") as sink, pa.ipc.new_file(sink, SCHEMA) as writer:
-        writer.write_table(base, max_chunksize=bc.BATCH_ROWS)
+    data.write_table(directory / BASE_FILE, base)
     tables, changes = {0: state.fingerprint()}, {}
     upserts, deletes = [], []
     for index in range(1, plan.batches + 1):
@@ -187,21 +176,29 @@ def generate(directory: Path, plan: Plan) -> Facts:
         tables[index] = state.fingerprint()
         upserts.append(rows)
         deletes.append(pa.table({KEY: pa.array(deleted, pa.int64())}, schema=KEY_SCHEMA))
-    _write(directory / UPSERTS_FILE, SCHEMA, upserts)
-    _write(directory / DELETES_FILE, KEY_SCHEMA, deletes)
-    facts = Facts(plan, tables, changes)
-    (directory / FACTS_FILE).write_text(facts.to_json())
-    return facts
+    data.write_batches(directory / UPSERTS_FILE, SCHEMA, upserts)
+    data.write_batches(directory / DELETES_FILE, KEY_SCHEMA, deletes)
+    return Facts(plan, tables, changes)
 
 
-def load_facts(directory: Path) -> Facts:
-    return Facts.from_json((directory / FACTS_FILE).read_text())
+def dataset(work: Path, plan: Plan) -> tuple[Path, Facts]:
+    """The input files and expected results, generated unless a kept copy exists."""
+    directory = work / "data" / (f"cl_{plan.rows}_{plan.batch_rows}x{plan.batches}"
+                                 f"_i{plan.insert_share:g}_d{plan.delete_share:g}")
+    return directory, data.kept_or_generated(
+        directory, plan, load=Facts.from_json, generate=generate,
+        what=f"{plan.rows:,} rows + {plan.batches} batches of {plan.batch_rows:,} ({plan.updates:,} updates, "
+             f"{plan.inserts:,} inserts, {plan.deletes:,} deletes)")
+
+
+def load_base(directory: Path) -> pa.Table:
+    return data.load_mapped(directory / BASE_FILE)
 
 
 def load_batch(directory: Path, index: int) -> tuple[pa.Table, pa.Table]:
     """Batch ``index`` (1-based): (its updates and inserts, the keys it deletes)."""
-    return (bc.load_mapped_batch(directory / UPSERTS_FILE, index - 1),
-            bc.load_mapped_batch(directory / DELETES_FILE, index - 1))
+    return (data.load_mapped_batch(directory / UPSERTS_FILE, index - 1),
+            data.load_mapped_batch(directory / DELETES_FILE, index - 1))
 
 
 def state_dir(root: Path, batch: int) -> Path:
@@ -261,16 +258,64 @@ def delta_source(upserts: pa.Table, deletes: pa.Table) -> pa.Table:
     return rows.append_column("op_kind", pa.array(kinds, pa.string()))
 
 
-def configure_step(parser: argparse.ArgumentParser) -> None:
-    """The options the changelog steps add to bench_common's step command line."""
-    parser.add_argument("--variant", required=True,
-                        help=f"the table: one of ours' {', '.join(VARIANTS)}, or delta's {' or '.join(DELTA_VARIANTS)}")
-    parser.add_argument("--batch", type=int, default=1, help="compact or merge: the batch (1-based)")
-    parser.add_argument("--batches", type=int, default=1, help="build: batches to write and compact")
-
-
 def delta_expected(facts: Facts, batch: int) -> dict[str, int]:
     """Rows a Delta MERGE of ``batch`` must update, insert and delete (its CDF rows follow from them)."""
     kinds = facts.changes[batch]
     return {"updated": kinds["+U"]["rows"], "inserted": kinds["+I"]["rows"], "deleted": kinds["-D"]["rows"]}
 
+
+# ---- checks --------------------------------------------------------------------------------------
+
+StepOutcome = Outcome[Any]  # an Outcome of the suite's Step
+
+
+def describe_changes(counts: dict[str, dict[str, int]]) -> str:
+    """``+I 10,000 / -U 85,000 / +U 85,000 / -D 5,000``."""
+    return " / ".join(f"{kind} {counts.get(kind, {}).get('rows', 0):,}" for kind in KINDS)
+
+
+def _changes_problem(got: dict[str, dict[str, int]], want: dict[str, dict[str, int]]) -> str | None:
+    if got == want:
+        return None
+    if describe_changes(got) == describe_changes(want):
+        return (f"changelog {describe_changes(got)} as expected, but with other key or v_int sums: "
+                f"{got}, expected {want}")
+    return f"changelog {describe_changes(got)}, expected {describe_changes(want)}"
+
+
+def failures(o: StepOutcome, facts: Facts) -> list[str]:
+    """The checks of one step that failed, one line each."""
+    step, check = o.step, o.check
+    found = []
+    if check["table"] != facts.tables[step.batch]:
+        found.append(f"the table reads {check['table']}, expected {facts.tables[step.batch]}")
+    if step.engine == "ours":
+        variant = VARIANTS[step.variant]
+        want = facts.changes[step.batch] if variant.produces_changelog else no_changes()
+        problem = _changes_problem(check["changes"], want)
+        if "changes_error" in check:
+            found.append(f"reading the changelog failed: {check['changes_error']}")
+        elif problem:
+            found.append(problem)
+        if variant.empties_level0 and check["level0_files"]:
+            found.append(f"{check['level0_files']} level-0 files left in a bucket")
+    else:
+        want_rows = delta_expected(facts, step.batch)
+        got_rows = {k: check[k] for k in want_rows}
+        if got_rows != want_rows:
+            found.append(f"MERGE changed {got_rows}, expected {want_rows}")
+        if "cdf" in check:
+            want_cdf = {kind: facts.changes[step.batch][kind]["rows"] for kind in KINDS}
+            if check["cdf"] != want_cdf:
+                found.append(f"change data feed {check['cdf']}, expected {want_cdf}")
+    return found
+
+
+def all_failures(outcomes: list[StepOutcome], facts: Facts) -> list[str]:
+    """Every failed check as ``step: problem``, including tables that differ between variants."""
+    found = [f"{o.step.name}: {problem}" for o in outcomes for problem in failures(o, facts)]
+    for batch in sorted({o.step.batch for o in outcomes}):
+        tables = {o.step.variant: o.check["table"] for o in outcomes if o.step.batch == batch}
+        if len({str(sorted(t.items())) for t in tables.values()}) > 1:
+            found.append(f"batch {batch}: the tables differ between variants: {tables}")
+    return found

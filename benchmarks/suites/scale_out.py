@@ -8,12 +8,9 @@ with a step per partition and one commit at the end. Each variant runs on a fres
 
 Variants, in one run: in-process (one process, its threads on both cores), the multiprocess
 executor with 1 and 2 concurrent steps, and the Dask executor on a LocalCluster with 1 and 2
-worker processes, each worker pinned to its own core (one thread: the 1-vs-2 workers figure).
-
-    .venv/bin/python benchmarks/scale_out_bench.py            # 8M rows: about 10 min
-    .venv/bin/python benchmarks/scale_out_bench.py --quick    # 400k rows, smoke run
-
-Prints a Markdown table and writes ``.bench/scale_out_bench.json``.
+worker processes on 127.0.0.1, each worker pinned to its own core (one thread: the 1-vs-2 workers
+figure). The executors under test start the processes, so this suite runs its jobs from the
+driver; the jobs' steps report their own peak RSS.
 """
 
 from __future__ import annotations
@@ -22,8 +19,8 @@ import argparse
 import json
 import os
 import shutil
-import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,20 +29,24 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import paimon_core as pc
+from benchmarks.harness.report import markdown
+from benchmarks.harness.runner import REPO, wait_quiet
+from benchmarks.harness.suite import Result, SuiteRun
+from pipelines.compaction import compaction_tags, full_compaction_run_config
+from pipelines.factory import paimon_definitions
+from pipelines.ingestion import target_of
+from pipelines.spec import Column, Compaction, Ingestion, PaimonTableSpec, Partitions
+from resources.landing_location import LandingLocation
 
-import paimon_core as pc  # noqa: E402
-from pipelines.compaction import compaction_tags, full_compaction_run_config  # noqa: E402
-from pipelines.factory import paimon_definitions  # noqa: E402
-from pipelines.ingestion import target_of  # noqa: E402
-from pipelines.spec import Column, Compaction, Ingestion, PaimonTableSpec, Partitions  # noqa: E402
-from resources.landing_location import LandingLocation  # noqa: E402
-
+ENGINES = ("ours",)
+WORK_DIRS = ("run",)
+DEFAULT_REPS = 1
 TABLE = "bench.accounts"
 DAYS = [f"2024-05-0{d + 1}" for d in range(8)]
 SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.int64()), ("name", pa.string()),
                     ("score", pa.float64())])
+VARIANTS = ("in-process", "multiprocess x1", "multiprocess x2", "dask x1", "dask x2")
 
 
 def spec(settings: dict[str, Any]) -> PaimonTableSpec:
@@ -74,15 +75,16 @@ def definitions(described: str) -> dg.Definitions:
 
 
 def bench_job(name: str, described: str) -> dg.JobDefinition:
+    """The job ``name`` of the table ``described`` (JSON): what the executors' processes rebuild."""
     return definitions(described).resolve_job_def(name)
 
 
-def generate(root: Path, rows: int) -> Path:
+def generate(root: Path, rows: int, days: list[str]) -> Path:
     """Landed files: per partition four Parquet files (one per commit of the compaction input)."""
     landing = root / "landing"
-    per_file = rows // len(DAYS) // 4
+    per_file = rows // len(days) // 4
     rng = np.random.default_rng(7)
-    for day in DAYS:
+    for day in days:
         folder = landing / f"dt={day}"
         folder.mkdir(parents=True, exist_ok=True)
         for part in range(4):
@@ -94,7 +96,7 @@ def generate(root: Path, rows: int) -> Path:
     return landing
 
 
-def compaction_input(root: Path, landing: Path) -> Path:
+def compaction_input(root: Path, landing: Path, days: list[str]) -> Path:
     """The table written with four commits per partition (API, not timed)."""
     warehouse = root / "base"
     catalog = pc.Catalog(str(warehouse))
@@ -102,9 +104,9 @@ def compaction_input(root: Path, landing: Path) -> Path:
     table = catalog.create_table(TABLE, schema=SCHEMA, partition_keys=["dt"], primary_keys=["dt", "id"],
                                  options={"bucket": "4", "write-only": "true"})
     for part in range(4):
-        for day in DAYS:
-            data = pq.read_table(landing / f"dt={day}" / f"part-{part}.parquet")
-            table.write(data.append_column("dt", pa.array([day] * data.num_rows)).select(SCHEMA.names))
+        for day in days:
+            rows = pq.read_table(landing / f"dt={day}" / f"part-{part}.parquet")
+            table.write(rows.append_column("dt", pa.array([day] * rows.num_rows)).select(SCHEMA.names))
     return warehouse
 
 
@@ -123,11 +125,12 @@ def step_events(result: Any) -> tuple[dict[str, float], list[float]]:
     return durations, rss
 
 
-def run(job_name: str, settings: dict[str, Any], instance: dg.DagsterInstance, **kwargs: Any) -> tuple[float, Any]:
-    described = json.dumps(settings)
-    job = dg.build_reconstructable_job(__name__ if __name__ != "__main__" else "benchmarks.scale_out_bench",
-                                       "bench_job", reconstructable_args=(job_name, described),
-                                       reconstructor_working_directory=str(ROOT))
+def execute(job_name: str, settings: dict[str, Any], instance: dg.DagsterInstance,
+            **kwargs: Any) -> tuple[float, tuple[dict[str, float], list[float]]]:
+    """Run one job to its end; (its wall seconds, its step events)."""
+    job = dg.build_reconstructable_job(__name__, "bench_job",
+                                       reconstructable_args=(job_name, json.dumps(settings)),  # type: ignore[arg-type]
+                                       reconstructor_working_directory=str(REPO))
     started = time.monotonic()
     with dg.execute_job(job, instance=instance, **kwargs) as result:
         wall = time.monotonic() - started
@@ -136,33 +139,46 @@ def run(job_name: str, settings: dict[str, Any], instance: dg.DagsterInstance, *
         return wall, step_events(result)
 
 
-def variant(name: str, root: Path, landing: Path, base: Path, instance: dg.DagsterInstance, *,
-            executor: str | None, config: dict[str, Any], workers: int) -> dict[str, Any]:
-    """One executor setting: the backfill (8 partition runs) and the full compaction."""
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """What every variant runs on: the landed files, the compaction input, the Dagster instance."""
+
+    root: Path
+    landing: Path
+    base: Path  # the compaction input, copied for every variant
+    instance: dg.DagsterInstance
+    days: list[str]
+    quiet_wait: float
+
+
+def variant(name: str, setup: Setup, *, executor: str | None, config: dict[str, Any], workers: int) -> dict[str, Any]:
+    """One executor setting: the backfill (a run per partition) and the full compaction."""
+    root, landing, base, instance, days = setup.root, setup.landing, setup.base, setup.instance, setup.days
+    pressure = wait_quiet(setup.quiet_wait)
     backfill_wh = root / f"backfill-{name}"
     settings = {"warehouse": str(backfill_wh), "landing": str(landing), "workers": workers, "executor": executor,
                 "executor_config": config}
     backfill = 0.0
     write_rss: list[float] = []
-    for day in DAYS:
-        wall, (_, rss) = run(f"ingest_{TABLE.replace('.', '_')}_job", settings, instance,
-                             tags={"dagster/partition": day})
+    for day in days:
+        wall, (_, rss) = execute(f"ingest_{TABLE.replace('.', '_')}_job", settings, instance,
+                                 tags={"dagster/partition": day})
         backfill += wall
         write_rss += rss
     rows = pc.Catalog(str(backfill_wh)).get_table(TABLE).read(columns=["id"]).num_rows
     compact_wh = root / f"compact-{name}"
     shutil.copytree(base, compact_wh)
     settings = {**settings, "warehouse": str(compact_wh)}
-    target = target_of(spec(settings))
-    wall, (durations, rss) = run("paimon_full_compaction_job", settings, instance,
-                                 run_config=full_compaction_run_config(target), tags=compaction_tags(TABLE))
+    wall, (durations, rss) = execute("paimon_full_compaction_job", settings, instance,
+                                     run_config=full_compaction_run_config(target_of(spec(settings))),
+                                     tags=compaction_tags(TABLE))
     table = pc.Catalog(str(compact_wh)).get_table(TABLE)
     commit = sum(s for k, s in durations.items() if k == "commit_compaction")
     return {"variant": name, "backfill_s": round(backfill, 2), "rows": rows, "compaction_s": round(wall, 2),
             "commit_s": round(commit, 3), "commit_share": round(commit / wall, 4),
             "steps": sum(1 for k in durations if k.startswith("compact_partition")),
             "peak_rss_mib_compaction": max(rss, default=0.0), "peak_rss_mib_write": max(write_rss, default=0.0),
-            "level0_after": table.lsm_state().max_level0_files}
+            "level0_after": table.lsm_state().max_level0_files, "cpu_pressure": pressure}
 
 
 def pin_workers(client: Any) -> None:
@@ -179,53 +195,63 @@ def pin_workers(client: Any) -> None:
         client.run(pin, workers=[address])
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rows", type=int, default=8_000_000)
-    parser.add_argument("--quick", action="store_true", help="400k rows")
-    args = parser.parse_args()
-    rows = 400_000 if args.quick else args.rows
-    root = ROOT / ".bench" / "scale_out"
-    shutil.rmtree(root, ignore_errors=True)
-    root.mkdir(parents=True)
-    os.environ["PYTHONPATH"] = str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")
-    landing = generate(root, rows)
-    base = compaction_input(root, landing)
-    results = []
+def run_variants(root: Path, landing: Path, base: Path, days: list[str], names: list[str],
+                 quiet_wait: float) -> list[dict[str, Any]]:
     from distributed import Client, LocalCluster
 
+    results = []
     (root / "dagster").mkdir()
     with dg.instance_for_test(temp_dir=str(root / "dagster")) as instance:
-        results.append(variant("in-process", root, landing, base, instance, executor=None, config={}, workers=1))
-        for n in (1, 2):
-            results.append(variant(f"multiprocess x{n}", root, landing, base, instance, executor="multiprocess",
-                                   config={"max_concurrent": n, "start_method": {"forkserver": {}}}, workers=2))
-        for n in (1, 2):
-            with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
-                              dashboard_address="127.0.0.1:0") as cluster, Client(cluster) as client:
-                pin_workers(client)
-                config = {"cluster": {"existing": {"address": cluster.scheduler_address}}}
-                results.append(variant(f"dask x{n}", root, landing, base, instance, executor="dask",
-                                       config=config, workers=2))
+        setup = Setup(root, landing, base, instance, days, quiet_wait)
+        for name in names:
+            kind, _, count = name.partition(" x")
+            if kind == "in-process":
+                results.append(variant(name, setup, executor=None, config={}, workers=1))
+            elif kind == "multiprocess":
+                config = {"max_concurrent": int(count), "start_method": {"forkserver": {}}}
+                results.append(variant(name, setup, executor="multiprocess", config=config, workers=2))
+            else:
+                with LocalCluster(n_workers=int(count), threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address="127.0.0.1:0") as cluster, Client(cluster) as client:
+                    pin_workers(client)
+                    config = {"cluster": {"existing": {"address": cluster.scheduler_address}}}
+                    results.append(variant(name, setup, executor="dask", config=config, workers=2))
     by_name = {r["variant"]: r for r in results}
     for r in results:
-        one = by_name.get(r["variant"].replace("x2", "x1"))
-        r["speedup_vs_x1"] = round(one["compaction_s"] / r["compaction_s"], 2) if one and "x2" in r["variant"] else None
-        r["backfill_speedup_vs_x1"] = round(one["backfill_s"] / r["backfill_s"], 2) \
-            if one and "x2" in r["variant"] else None
-    print(f"\n{rows:,} rows, 8 partitions x 4 buckets; compaction: 4 level-0 runs per bucket, a step per partition, "
-          "one commit\n")
-    print("| variant | backfill s | x1/x2 | full compaction s | x1/x2 | commit s (share) | steps | "
-          "peak RSS write / compact MiB |")
-    print("|---|---|---|---|---|---|---|---|")
-    for r in results:
-        print(f"| {r['variant']} | {r['backfill_s']} | {r['backfill_speedup_vs_x1'] or '-'} | {r['compaction_s']} | "
-              f"{r['speedup_vs_x1'] or '-'} | {r['commit_s']} ({r['commit_share']:.1%}) | {r['steps']} | "
-              f"{r['peak_rss_mib_write']} / {r['peak_rss_mib_compaction']} |")
-    out = ROOT / ".bench" / "scale_out_bench.json"
-    out.write_text(json.dumps({"rows": rows, "results": results}, indent=2))
+        one = by_name.get(r["variant"].replace("x2", "x1")) if "x2" in r["variant"] else None
+        r["speedup_vs_x1"] = round(one["compaction_s"] / r["compaction_s"], 2) if one else None
+        r["backfill_speedup_vs_x1"] = round(one["backfill_s"] / r["backfill_s"], 2) if one else None
+    return results
+
+
+def run(run: SuiteRun) -> Result:
+    args = run.args
+    days = DAYS[: args.days]
+    root = run.work / "run"
     shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    os.environ["PYTHONPATH"] = str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")
+    landing = generate(root, args.rows, days)
+    base = compaction_input(root, landing, days)
+    results = run_variants(root, landing, base, days, args.variants, args.quiet_wait)
+    header = ("variant", "backfill s", "x1/x2", "full compaction s", "x1/x2", "commit s (share)", "steps",
+              "peak RSS write / compact MiB")
+    rows = [[r["variant"], str(r["backfill_s"]), str(r["backfill_speedup_vs_x1"] or "-"), str(r["compaction_s"]),
+             str(r["speedup_vs_x1"] or "-"), f"{r['commit_s']} ({r['commit_share']:.1%})", str(r["steps"]),
+             f"{r['peak_rss_mib_write']} / {r['peak_rss_mib_compaction']}"] for r in results]
+    run.meta.update(rows=args.rows, days=days, variants=args.variants)
+    title = (f"Scale-out benchmark: {args.rows:,} rows, {len(days)} partitions x 4 buckets; compaction: 4 level-0 "
+             "runs per bucket, a step per partition, one commit")
+    return Result(title, markdown(header, rows), {"rows": args.rows, "results": results})
 
 
-if __name__ == "__main__":
-    main()
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--rows", type=int, default=8_000_000)
+    parser.add_argument("--days", type=int, default=len(DAYS), choices=range(1, len(DAYS) + 1),
+                        help="partitions backfilled and compacted")
+    parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
+
+
+def configure(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    if args.quick:
+        args.rows, args.days, args.variants = 40_000, 2, ["in-process", "multiprocess x2", "dask x2"]
