@@ -16,6 +16,8 @@ from tests.s3 import servers as s3_servers_module
 from tests.s3.servers import S3Server
 from tests.s3.store import STORE_KINDS, Store
 
+pytest_plugins = ["tests.cpu_report"]
+
 TESTS = Path(__file__).parent
 # Markers every test below a directory carries.
 DIRECTORY_MARKERS = {"interop": "interop", "torture": "torture", "ui": "live"}
