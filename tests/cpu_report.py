@@ -3,7 +3,8 @@
 On a machine with two cores ``make test`` is bound by CPU, not by waiting, so ``--durations`` (wall
 time under load) says little about what to cut. Each test's CPU is that of the process running it
 plus the children it started and reaped (writers, oracle steps, Dagster webservers and daemons),
-from setup to teardown; session servers (S3, the long-lived oracle drivers) are not in any test's.
+from setup to teardown. A module or session fixture's processes count for the test whose teardown
+reaps them (a module's webserver for its last test); S3 servers started by make test count for none.
 It works under xdist: workers attach the figure to the teardown report and the controller adds up.
 """
 
