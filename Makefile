@@ -11,12 +11,12 @@ export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 # uv (from PyPI, into the venv) resolves and installs the same versions as pip in a tenth of the
 # time; where it cannot be had, pip does the work.
 UV := $(BIN)/uv
+PIP_INSTALL = $(UV) pip install --quiet --compile-bytecode --python $(1) $(2) || $(1:python=pip) install --quiet --disable-pip-version-check $(2)
 
 # Every test and benchmark starts Python processes by the hundred (step processes, writers, Dagster
 # runs): with bytecode caching off each would compile its imports again (4.6 s instead of 1.1 s for
 # `import paimon_core`), so the venvs are installed compiled and the recipes cache the repo's own.
 unexport PYTHONDONTWRITEBYTECODE
-PIP_INSTALL = $(UV) pip install --quiet --compile-bytecode --python $(1) $(2) || $(1:python=pip) install --quiet --disable-pip-version-check $(2)
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
