@@ -45,7 +45,7 @@ $(ORACLE)/.rust-installed: $(ORACLE)/.installed
 # Apache Paimon's Java core (0.9.0, from the PyPI sdist pypaimon==0.2.0) with Hadoop's client jars
 # (and netty-common, which Arrow's Java vectors use; from the sdist pyspark==3.5.3) is the second oracle; the tests compile its driver with the JDK.
 # Without a JDK or the jars the Java interop tests skip, loudly.
-$(JAVA_ORACLE)/.installed: tests/interop/java/install.sh
+$(JAVA_ORACLE)/.installed: tests/interop/java/install.sh $(VENV)/.installed
 	@if tests/interop/java/install.sh $(BIN)/pip $(JAVA_ORACLE); then \
 		touch $@; \
 	else \
@@ -87,7 +87,7 @@ check: venv lint
 # names the suites): make bench SUITE=pk BENCH_ARGS=--quick
 SUITE ?= append
 BENCH_ARGS ?=
-bench: venv oracle
+bench: venv oracle java-oracle
 	$(BIN)/python -m benchmarks $(SUITE) $(BENCH_ARGS)
 
 ui: venv demo

@@ -16,6 +16,7 @@ import logging
 import os
 import re
 import shutil
+import sys
 import uuid
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -66,22 +67,22 @@ def _is_precondition_failure(exc: BaseException) -> bool:
 
 def _remote_error_types() -> tuple[type[BaseException], ...]:
     """Errors the S3 client stack raises that are not OSError (connection lost or timed out once
-    its retries are spent): botocore's and aiohttp's."""
+    its retries are spent): botocore's and aiohttp's.
+
+    Taken from the modules already imported: a client library that was never imported raised
+    nothing, and importing botocore and aiohttp would cost every process that only touches local
+    files half a second.
+    """
     found: list[type[BaseException]] = []
-    try:
-        from botocore.exceptions import BotoCoreError, ClientError
-        found += [BotoCoreError, ClientError]
-    except ImportError:  # no S3 stack installed: nothing to translate
-        pass
-    try:
-        from aiohttp import ClientError as HttpClientError
-        found.append(HttpClientError)
-    except ImportError:
-        pass
+    botocore = sys.modules.get("botocore.exceptions")
+    if botocore is not None:
+        found += [botocore.BotoCoreError, botocore.ClientError]
+    aiohttp = sys.modules.get("aiohttp")
+    if aiohttp is not None:
+        found.append(aiohttp.ClientError)
     return tuple(found)
 
 
-_REMOTE_ERRORS = _remote_error_types()
 _Method = TypeVar("_Method", bound=Callable[..., Any])
 
 
@@ -97,7 +98,9 @@ def _storage_call(method: _Method) -> _Method:
             if not _is_untyped_storage_error(exc):
                 raise  # missing, existing, no permission ... and our own errors keep their type
             failure: BaseException = exc
-        except _REMOTE_ERRORS as exc:
+        except Exception as exc:
+            if not isinstance(exc, _remote_error_types()):
+                raise
             failure = exc
         where = target if isinstance(target, str) else (f"{target[0]} (+{len(target) - 1} more)" if target else "")
         raise FileIOError(f"{method.__name__.strip('_')} {self.uri(where)} failed: "

@@ -6,6 +6,7 @@ daemon, or a browser), ``slow`` (long on their own). ``make check`` runs what ha
 
 from __future__ import annotations
 
+import signal
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +23,15 @@ TESTS = Path(__file__).parent
 # Markers every test below a directory carries.
 DIRECTORY_MARKERS = {"interop": "interop", "torture": "torture", "ui": "live"}
 S3_FIXTURES = {"s3_servers", "s3_store"}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Restore SIGINT's default where the suite was started with it ignored (from a background
+    job of a script): every process the tests start inherits the ignore, Dagster maps SIGTERM to
+    SIGINT's handler, and its compute-log ``tail`` processes then ignore the SIGTERM that should
+    end them, so each step run on a Dask worker waits out its cleanup timeouts."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -13,9 +13,10 @@ from types import ModuleType
 
 MODULES = {"ours": "ours", "pyarrow": "raw_pyarrow", "pypaimon": "pypaimon_oracle", "delta": "delta_rs",
            "duckdb": "duckdb_sql"}
-# The virtualenv of each engine's step processes: main is .venv (the driver's), oracle .venv-oracle,
-# delta .venv-bench (created on first use).
-VENVS = {"ours": "main", "pyarrow": "main", "duckdb": "main", "pypaimon": "oracle", "delta": "delta"}
+# Where each engine's step processes run: main is .venv (the driver's), oracle .venv-oracle, delta
+# .venv-bench (created on first use), jvm a JVM with Paimon's Java core (benchmarks/harness/jvm.py;
+# its steps are benchmarks/engines/java/PaimonBench.java, not a module here).
+VENVS = {"ours": "main", "pyarrow": "main", "duckdb": "main", "pypaimon": "oracle", "delta": "delta", "java": "jvm"}
 
 
 def load(engine: str) -> ModuleType:

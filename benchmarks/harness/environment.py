@@ -1,4 +1,4 @@
-"""Where each engine's python is, what versions a report states, and the delta-rs virtualenv.
+"""How each engine's step processes start, what versions a report states, the delta-rs virtualenv.
 
 pypaimon 2.1.0 pins pyarrow < 20, so it lives in ``.venv-oracle`` (``make oracle``); deltalake
 lives in ``.venv-bench``, which :func:`ensure_delta_venv` creates from this interpreter on first use.
@@ -21,7 +21,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from benchmarks import engines
-from benchmarks.harness.runner import REPO
+from benchmarks.harness import jvm
+from benchmarks.harness.runner import REPO, python_launcher
 
 log = logging.getLogger("benchmarks")
 
@@ -66,17 +67,19 @@ def venv_versions(python: Path, packages: Sequence[str]) -> list[str]:
     return probe.stdout.split()
 
 
-def driver_versions(pythons: dict[str, Path]) -> dict[str, str]:
-    """The versions a report states: this venv's, paimon_core's, and those of the peers' venvs."""
+def driver_versions(launchers: dict[str, list[str]]) -> dict[str, str]:
+    """The versions a report states: this venv's, paimon_core's, and those of the peers' venvs and JVM."""
     host = host_versions()
     versions = {"python": host.pop("python"), "pyarrow": host.pop("pyarrow"),
                 "paimon_core": paimon_core_version()}
-    if "pypaimon" in pythons:
-        pypaimon, oracle_pyarrow = venv_versions(pythons["pypaimon"], ["pypaimon", "pyarrow"])
+    if "pypaimon" in launchers:
+        pypaimon, oracle_pyarrow = venv_versions(Path(launchers["pypaimon"][0]), ["pypaimon", "pyarrow"])
         versions.update({"pypaimon": pypaimon, "pyarrow (oracle venv)": oracle_pyarrow})
-    if "delta" in pythons:
-        deltalake, delta_pyarrow = venv_versions(pythons["delta"], ["deltalake", "pyarrow"])
+    if "delta" in launchers:
+        deltalake, delta_pyarrow = venv_versions(Path(launchers["delta"][0]), ["deltalake", "pyarrow"])
         versions.update({"deltalake": deltalake, "pyarrow (delta venv)": delta_pyarrow})
+    if "java" in launchers:
+        versions.update({"Paimon Java": jvm.PAIMON_JAVA_VERSION, "JVM": jvm.java_version()})
     return {**versions, **host}
 
 
@@ -125,21 +128,27 @@ def ensure_delta_venv(venv: Path = DELTA_VENV) -> Path:
     return python
 
 
-def engine_pythons(selected: Sequence[str], *, oracle_python: Path, delta_venv: Path) -> dict[str, Path]:
-    """The python that runs each selected engine's step processes (creating the delta venv if needed).
+def engine_launchers(selected: Sequence[str], *, oracle_python: Path, delta_venv: Path) -> dict[str, list[str]]:
+    """The command that runs each selected engine's step processes (creating the delta venv, or
+    compiling the Java step program, if needed).
 
-    Raises SystemExit naming the engine when pypaimon cannot run.
+    Raises SystemExit naming the engine when pypaimon or Java cannot run.
     """
-    pythons = {}
+    launchers = {}
     for engine in selected:
         venv = engines.VENVS[engine]
         if venv == "oracle":
             problem = oracle_problem(oracle_python)
             if problem is not None:
                 raise SystemExit(f"pypaimon cannot run: {problem}; leave it out with --engines")
-            pythons[engine] = oracle_python
+            launchers[engine] = python_launcher(oracle_python)
         elif venv == "delta":
-            pythons[engine] = ensure_delta_venv(delta_venv)
+            launchers[engine] = python_launcher(ensure_delta_venv(delta_venv))
+        elif venv == "jvm":
+            try:
+                launchers[engine] = jvm.bench_launcher()
+            except jvm.JavaUnavailable as problem:
+                raise SystemExit(f"Java Paimon cannot run: {problem}; leave it out with --engines") from None
         else:
-            pythons[engine] = Path(sys.executable)
-    return pythons
+            launchers[engine] = python_launcher(Path(sys.executable))
+    return launchers

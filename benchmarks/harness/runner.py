@@ -80,19 +80,28 @@ def run_measured(argv: list[str], quiet_wait: float) -> tuple[Rep, dict[str, Any
     return rep, result["check"]
 
 
+def python_launcher(python: Path) -> list[str]:
+    """The command that runs a step of an engine written in Python, in ``python``'s virtualenv."""
+    return [str(python), "-m", "benchmarks.step"]
+
+
 @dataclass(frozen=True, slots=True)
 class Steps:
-    """How a suite runs its step processes: the suite, the python of each engine, the input."""
+    """How a suite runs its step processes: the suite, each engine's launcher, the input.
+
+    A launcher is the command a step's arguments follow: :func:`python_launcher` for the Python
+    engines, ``java ... PaimonBench`` for Java's (:mod:`benchmarks.harness.jvm`).
+    """
 
     suite: str
-    pythons: dict[str, Path]
+    launchers: dict[str, list[str]]
     data: Path
     quiet_wait: float
 
     def command(self, engine: str, step: str, target: Path, *extra: str) -> list[str]:
-        """``python -m benchmarks.step SUITE ENGINE STEP --input DATA --target TARGET ...``."""
-        return [str(self.pythons[engine]), "-m", "benchmarks.step", self.suite, engine, step,
-                "--input", str(self.data), "--target", str(target), *extra]
+        """``LAUNCHER SUITE ENGINE STEP --input DATA --target TARGET ...``."""
+        return [*self.launchers[engine], self.suite, engine, step, "--input", str(self.data), "--target",
+                str(target), *extra]
 
     def prepare(self, engine: str, step: str, target: Path, *extra: str) -> dict[str, Any]:
         """Run an unmeasured step (a build) at once; its result line."""

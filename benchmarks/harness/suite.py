@@ -35,12 +35,12 @@ from benchmarks.harness.runner import PSI_QUIET, REPO, Steps
 
 @dataclass(slots=True)
 class SuiteRun:
-    """One run of a suite: its options, the engines it runs and their pythons, and its metadata."""
+    """One run of a suite: its options, the engines it runs and their launchers, and its metadata."""
 
     name: str
     args: argparse.Namespace
     engines: tuple[str, ...]
-    pythons: dict[str, Path]
+    launchers: dict[str, list[str]]
     meta: dict[str, Any]
 
     @property
@@ -49,7 +49,7 @@ class SuiteRun:
 
     def steps(self, data: Path) -> Steps:
         """Step processes of this suite over the input ``data``."""
-        return Steps(self.name, self.pythons, data, self.args.quiet_wait)
+        return Steps(self.name, self.launchers, data, self.args.quiet_wait)
 
     def runs(self, engine: str) -> bool:
         return engine in self.engines
@@ -114,13 +114,14 @@ def run_suite(name: str, suite: ModuleType, argv: Sequence[str]) -> None:
     args.work = args.work.resolve()
     suite.configure(args, parser)
     selected = tuple(e for e in suite.ENGINES if e in args.engines or e == "ours")
-    pythons = environment.engine_pythons(selected, oracle_python=getattr(args, "oracle_python", None) or Path(),
-                                         delta_venv=getattr(args, "delta_venv", None) or environment.DELTA_VENV)
-    meta: dict[str, Any] = {"suite": name, "versions": environment.driver_versions(pythons),
+    launchers = environment.engine_launchers(
+        selected, oracle_python=getattr(args, "oracle_python", None) or Path(),
+        delta_venv=getattr(args, "delta_venv", None) or environment.DELTA_VENV)
+    meta: dict[str, Any] = {"suite": name, "versions": environment.driver_versions(launchers),
                             "started": time.strftime("%Y-%m-%d %H:%M:%S"), "reps": args.reps,
                             "engines": list(selected), "quick": args.quick}
     try:
-        result = suite.run(SuiteRun(name, args, selected, pythons, meta))
+        result = suite.run(SuiteRun(name, args, selected, launchers, meta))
     finally:
         if not args.keep:
             _remove_work(args.work, suite.WORK_DIRS)

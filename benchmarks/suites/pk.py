@@ -1,4 +1,4 @@
-"""Primary-key table: paimon_core (ours) vs pypaimon 2.1.0 vs delta-rs MERGE, plus raw pyarrow.
+"""Primary-key table: paimon_core (ours) vs pypaimon 2.1.0, Java Paimon 0.9 and delta-rs MERGE, plus raw pyarrow.
 
 A keyed dataset (1M base rows, 20 upsert batches of 100k: half updates, half inserts) is generated
 once into Arrow IPC files. Every engine builds its table states once (after 0, 1, 5 and 20
@@ -6,6 +6,10 @@ upserts), outside any measurement. Every repetition of every step then runs in i
 process, which times only the step; an upsert starts from a fresh copy of the base state. Steps:
 write, upsert, merge-on-read after n upserts, and a range read. Every read must return the
 generator's fingerprint; targets compare ours with each peer.
+
+Java Paimon's steps (``benchmarks/engines/java/PaimonBench.java``) run ``--java-warm`` times in
+their JVM before the measured run, so its figures are the JIT-compiled steady state; ours and the
+other Python engines are measured on their first call in a fresh process.
 """
 
 from __future__ import annotations
@@ -41,9 +45,9 @@ from benchmarks.harness.suite import Result, SuiteRun
 
 log = logging.getLogger("benchmarks.pk")
 
-ENGINES = ("pyarrow", "ours", "pypaimon", "delta")
-WRITERS = ("ours", "pypaimon", "delta")  # engines with write and upsert steps (pyarrow: reads only)
-PEERS = ("pypaimon", "delta", "pyarrow")  # ratio columns: ours / peer
+ENGINES = ("pyarrow", "ours", "pypaimon", "java", "delta")
+WRITERS = ("ours", "pypaimon", "java", "delta")  # engines with write and upsert steps (pyarrow: reads only)
+PEERS = ("pypaimon", "java", "delta", "pyarrow")  # ratio columns: ours / peer
 WORK_DIRS = ("data", "pristine", "run")
 SEED = 20240607
 TABLE = "bench.pk"
@@ -151,10 +155,6 @@ def generate(directory: Path, plan: Plan) -> Facts:
     return Facts(plan, states, newest.fingerprint(*plan.key_range()))
 
 
-def load_facts(directory: Path) -> Facts:
-    return Facts.from_json((directory / FACTS_FILE).read_text())
-
-
 def dataset(work: Path, plan: Plan) -> tuple[Path, Facts]:
     """The input files and expected results, generated unless a kept copy exists."""
     directory = work / "data" / f"pk_{plan.rows}_{plan.batch_rows}x{plan.batches}"
@@ -214,8 +214,8 @@ def _upsert(engine: PkEngine, args: argparse.Namespace) -> None:
     report(timing, {"rows": engine.committed_rows(handle)})
 
 
-def _read(engine: PkEngine, args: argparse.Namespace, ranged: bool) -> None:
-    key_range = load_facts(args.input).plan.key_range() if ranged else None
+def _read(engine: PkEngine, args: argparse.Namespace) -> None:
+    key_range = tuple(args.key_range) if args.key_range else None
     handle = engine.open(args.target)
     measure_and_report(lambda: engine.read(handle, key_range), args.profile, data.keyed_fingerprint)
 
@@ -246,8 +246,8 @@ def _build(engine: PkEngine, args: argparse.Namespace) -> None:
 STEPS = {
     "write": _write,
     "upsert": _upsert,
-    "read": lambda engine, args: _read(engine, args, ranged=False),
-    "range_read": lambda engine, args: _read(engine, args, ranged=True),
+    "read": _read,
+    "range_read": _read,
     "build": _build,
 }
 
@@ -257,6 +257,8 @@ def add_step_options(parser: argparse.ArgumentParser) -> None:
                         help="upsert: the batch to apply (1-based); reads: informational")
     parser.add_argument("--states", type=int, nargs="+", default=[0, 1, 5, 20],
                         help="build: upsert counts after which to keep a copy of the table")
+    parser.add_argument("--key-range", type=int, nargs=2, metavar=("LOW", "HIGH"),
+                        help="range_read: read the keys LOW <= id < HIGH")
 
 
 # ---- driver ------------------------------------------------------------------------------------------
@@ -289,8 +291,10 @@ class Step:
             return f"{self.name} (sort+dedupe)"
         return self.name
 
-    @property
-    def extra(self) -> list[str]:
+    def extra(self, plan: Plan) -> list[str]:
+        """The step's options: the batch or state, and the keys of a range read."""
+        if self.action == "range_read":
+            return ["--upserts", str(self.upserts), "--key-range", *map(str, plan.key_range())]
         return ["--upserts", str(self.upserts)]
 
 
@@ -316,6 +320,10 @@ def targets(read_states: list[int]) -> list[Target[Step]]:
         Target("initial write faster than delta write_deltalake", Step("ours", "write"), "delta", 1.0, strict=True),
         Target("upsert >= 10x pypaimon", Step("ours", "upsert", 1), "pypaimon", 1 / 10),
         Target("upsert faster than delta MERGE", Step("ours", "upsert", 1), "delta", 1.0, strict=True),
+        Target("initial write faster than Java Paimon", Step("ours", "write"), "java", 1.0, strict=True),
+        Target("upsert faster than Java Paimon", Step("ours", "upsert", 1), "java", 1.0, strict=True),
+        *(Target(f"merge-on-read after {n} upserts faster than Java Paimon", Step("ours", "read", n),
+                 "java", 1.0, strict=True) for n in read_states),
         *reads,
     ]
 
@@ -328,6 +336,7 @@ class Context:
     facts: Facts
     pristine: Path  # built states, read in place and copied for upserts
     scratch: Path  # the table a write or upsert repetition works on
+    engine_options: dict[str, list[str]]  # options every measured step of an engine gets
 
     def prepare_target(self, step: Step) -> Path:
         """The step's table: fresh for a write, a copy of the prior state for an upsert, else a state."""
@@ -350,7 +359,8 @@ class Context:
 
     def run_rep(self, step: Step) -> tuple[Rep, dict[str, Any]]:
         """One repetition of one step in a fresh process, checked against the expected result."""
-        rep, check = self.steps.measured(step.engine, step.action, self.prepare_target(step), *step.extra)
+        rep, check = self.steps.measured(step.engine, step.action, self.prepare_target(step),
+                                         *step.extra(self.facts.plan), *self.engine_options.get(step.engine, []))
         require(check, self.expected(step), f"{step.engine} {step.name}")
         return rep, check
 
@@ -371,7 +381,8 @@ def profile_ours(ctx: Context, directory: Path, steps: list[Step]) -> dict[str, 
     texts = {}
     for step in steps:
         out = directory / f"ours_{step.action}_{step.upserts}.prof"
-        ctx.steps.prepare("ours", step.action, ctx.prepare_target(step), *step.extra, "--profile", str(out))
+        ctx.steps.prepare("ours", step.action, ctx.prepare_target(step), *step.extra(ctx.facts.plan),
+                          "--profile", str(out))
         texts.update(profile_texts(out, step.name, PROFILE_TOP))
     return texts
 
@@ -379,7 +390,7 @@ def profile_ours(ctx: Context, directory: Path, steps: list[Step]) -> dict[str, 
 # ---- report -------------------------------------------------------------------------------------
 
 COLUMNS = ("engine", "step", "seconds (median)", "min-max", "CPU s", "rows/s", "rows out", "peak RSS MiB",
-           "RSS before step MiB", "ours/pypaimon", "ours/delta", "ours/raw-pyarrow")
+           "RSS before step MiB", "ours/pypaimon", "ours/java", "ours/delta", "ours/raw-pyarrow")
 
 
 def rows_in(step: Step, plan: Plan) -> int:
@@ -420,6 +431,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--read-states", type=int, nargs="+", default=[1, 5, 20],
                         help="upsert counts after which the full merge-on-read is measured")
     parser.add_argument("--oracle-reps", type=int, help="processes per pypaimon step (default --reps)")
+    parser.add_argument("--java-warm", type=int, default=2,
+                        help="runs of each Java step in its JVM before the measured one (JIT warm-up; 0 with --quick)")
     parser.add_argument("--profile", type=Path, metavar="DIR",
                         help="also profile ours' write, upsert and last read (cProfile, top "
                              f"{PROFILE_TOP} by cumulative time) into DIR")
@@ -427,7 +440,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def configure(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     if args.quick:
-        args.rows, args.batch_rows, args.read_states = 10_000, 1_000, [1, 3]
+        args.rows, args.batch_rows, args.read_states, args.java_warm = 10_000, 1_000, [1, 3], 0
     args.oracle_reps = args.oracle_reps or args.reps
     args.read_states = sorted(set(args.read_states))
 
@@ -435,9 +448,10 @@ def configure(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None
 def run(run: SuiteRun) -> Result:
     args = run.args
     plan = Plan(args.rows, args.batch_rows, max(args.read_states))
-    run.meta.update(oracle_reps=args.oracle_reps, plan=asdict(plan))
+    run.meta.update(oracle_reps=args.oracle_reps, java_warm=args.java_warm, plan=asdict(plan))
     directory, facts = dataset(run.work, plan)
-    ctx = Context(run.steps(directory), facts, run.work / "pristine", run.work / "run")
+    ctx = Context(run.steps(directory), facts, run.work / "pristine", run.work / "run",
+                  {"java": ["--warm", str(args.java_warm)]})
     shutil.rmtree(ctx.pristine, ignore_errors=True)
     shutil.rmtree(ctx.scratch, ignore_errors=True)
     builds = build_states(ctx, run.engines, [0, *args.read_states])
@@ -451,7 +465,7 @@ def run(run: SuiteRun) -> Result:
     results = verdicts(outcomes, targets(args.read_states), run.engines)
     title = (f"Primary-key benchmark: {plan.rows:,} rows, {plan.batches} upserts of {plan.batch_rows:,} "
              f"(half updates), bucket {BUCKETS}; {args.reps} process(es) per step ({args.oracle_reps} for "
-             "pypaimon), median step seconds")
+             f"pypaimon; Java after {args.java_warm} warm-up run(s) in its JVM), median step seconds")
     document = {"build_seconds": builds, "steps": [o.to_json() for o in outcomes],
                 "targets": [v.to_json() for v in results]}
     return Result(title, render(plan, outcomes, builds, results), document, profiles=profiles,

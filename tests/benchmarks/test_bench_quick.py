@@ -5,13 +5,16 @@ step processes, checks, report, JSON), not a measurement: its performance target
 never change its exit status, so a busy machine cannot fail it, while its correctness guards
 (``CORRECTNESS FAILURE``, failed changelog checks, torture invariants) do.
 
-Suites that need pypaimon skip, loudly, when ``.venv-oracle`` cannot run it (``make oracle``);
+Suites that need pypaimon skip, loudly, when ``.venv-oracle`` cannot run it (``make oracle``), and
+those that run Java Paimon when its jars are missing (``make java-oracle``);
 those that need delta-rs create ``.venv-bench`` as the benchmarks do, and skip if that fails.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import warnings
@@ -21,7 +24,7 @@ from typing import NoReturn
 import pytest
 
 from benchmarks import suites
-from benchmarks.harness import environment
+from benchmarks.harness import environment, jvm
 
 pytestmark = pytest.mark.slow
 
@@ -43,11 +46,37 @@ def _engines_usable(name: str) -> None:
         problem = environment.oracle_problem(environment.ORACLE_PYTHON)
         if problem is not None:
             _skip_loudly(f"BENCHMARK SMOKE SKIPPED: {name} needs pypaimon: {problem}")
+    if "java" in engines:
+        try:
+            jvm.jar_classpath()
+        except jvm.JavaUnavailable as problem:
+            _skip_loudly(f"BENCHMARK SMOKE SKIPPED: {name} needs Java Paimon: {problem}")
     if "delta" in engines:
         try:
             environment.ensure_delta_venv()
         except (OSError, subprocess.CalledProcessError) as error:
             _skip_loudly(f"BENCHMARK SMOKE SKIPPED: {name} needs deltalake in {environment.DELTA_VENV}: {error}")
+
+
+def _run(command: list[str], directory: Path) -> subprocess.CompletedProcess[str]:
+    """Run ``command`` in a session of its own, its output to files, and stop what it leaves behind.
+
+    Output goes to files, not pipes: a process the run leaked (a Dask worker outliving its
+    cluster's close) would hold a pipe open and make the wait for its end last until the timeout,
+    though the run itself had exited. Whatever is left in the session afterwards is killed.
+    """
+    out, err = directory / "stdout.txt", directory / "stderr.txt"
+    with out.open("w") as stdout, err.open("w") as stderr:
+        child = subprocess.Popen(command, cwd=ROOT, stdout=stdout, stderr=stderr, text=True, start_new_session=True)
+        try:
+            returncode = child.wait(timeout=QUICK_TIMEOUT_S)
+        finally:
+            try:
+                os.killpg(child.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            child.wait()
+    return subprocess.CompletedProcess(command, returncode, out.read_text(), err.read_text())
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=MARKS.get(n, [])) for n in suites.NAMES])
@@ -56,7 +85,7 @@ def test_quick_run(name: str, tmp_path: Path) -> None:
     report = tmp_path / f"{name}.json"
     command = [sys.executable, "-m", "benchmarks", name, "--quick", "--work", str(tmp_path / "work"),
                "--json", str(report)]
-    proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=QUICK_TIMEOUT_S, check=False)
+    proc = _run(command, tmp_path)
     assert proc.returncode == 0, f"{' '.join(command)} exited {proc.returncode}:\n{proc.stdout[-4000:]}\n" \
                                  f"{proc.stderr[-6000:]}"
     document = json.loads(report.read_text())

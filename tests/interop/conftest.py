@@ -4,7 +4,6 @@ core 0.9.0 (jars in .java-oracle, driver compiled here) and, as a third reader, 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import select
@@ -21,14 +20,14 @@ import pyarrow as pa
 import pytest
 from pyarrow import ipc
 
+from benchmarks.harness import jvm
+
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).with_name("oracle_driver.py")
 RUST_DRIVER = Path(__file__).with_name("rust_driver.py")
 ORACLE_PYTHON = Path(os.environ.get("PAIMON_ORACLE_PYTHON", ROOT / ".venv-oracle" / "bin" / "python"))
-JAVA_ORACLE = Path(os.environ.get("PAIMON_JAVA_ORACLE", ROOT / ".java-oracle"))
+JAVA_ORACLE = jvm.JAVA_ORACLE
 JAVA_DRIVER = Path(__file__).with_name("java") / "PaimonJavaOracle.java"
-JAVA_JARS = ("paimon-python-java-bridge-0.9.0.jar", "hadoop-client-api-3.3.4.jar",
-             "hadoop-client-runtime-3.3.4.jar", "commons-logging-1.1.3.jar", "netty-common-4.1.96.Final.jar")
 # Arrow's Java memory needs java.nio opened on JDK 17; UTC makes TIMESTAMP WITH LOCAL TIME ZONE
 # columns cross as Arrow timestamps in UTC, as ours are; each spec is little work, so the client
 # compiler alone (TieredStopAtLevel=1) and the serial collector cost the least CPU.
@@ -218,29 +217,13 @@ def _oracle_available() -> str | None:
 
 
 def _java_oracle(workdir: Path) -> JavaOracle | str:
-    """The compiled Java oracle, or why it cannot be had."""
-    java, javac = shutil.which("java"), shutil.which("javac")
-    if java is None or javac is None:
-        return "no java/javac on PATH (install a JDK 17, e.g. Debian openjdk-17-jdk-headless)"
-    jars = [JAVA_ORACLE / "jars" / name for name in JAVA_JARS]
-    absent = [str(j) for j in jars if not j.is_file()]
-    if absent:
-        return f"{', '.join(absent)} missing (run `make java-oracle`)"
-    source = JAVA_DRIVER.read_bytes()
-    classes = JAVA_ORACLE / "classes" / hashlib.sha256(source).hexdigest()[:16]
-    jar_path = ":".join(str(j) for j in jars)
-    if not (classes / "PaimonJavaOracle.class").is_file():
-        partial = Path(f"{classes}.partial-{os.getpid()}")
-        partial.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run([javac, "-nowarn", "-d", str(partial), "-cp", jar_path, str(JAVA_DRIVER)],
-                              capture_output=True, text=True, check=False)
-        if proc.returncode != 0:  # our own code: a failure, never a skip
-            raise AssertionError(f"{JAVA_DRIVER} does not compile:\n{proc.stderr[-3000:]}")
-        try:
-            partial.rename(classes)
-        except OSError:  # compiled concurrently by another worker: theirs is the same source
-            shutil.rmtree(partial, ignore_errors=True)
-    return JavaOracle(java, f"{jar_path}:{classes}", workdir)
+    """The compiled Java oracle, or why it cannot be had (a driver that does not compile fails)."""
+    try:
+        jars = jvm.jar_classpath(JAVA_ORACLE)
+        classes = jvm.compiled(JAVA_DRIVER, jars, JAVA_ORACLE / "classes")
+    except jvm.JavaUnavailable as problem:
+        return str(problem)
+    return JavaOracle(shutil.which("java") or "java", f"{jars}:{classes}", workdir)
 
 
 def _skip_loudly(message: str) -> NoReturn:
