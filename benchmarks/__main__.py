@@ -6,6 +6,7 @@ a suite's options. See benchmarks/README.md for the methods and figures.
 
 from __future__ import annotations
 
+import signal
 import sys
 
 from benchmarks import suites
@@ -13,6 +14,11 @@ from benchmarks.harness.suite import run_suite
 
 
 def main(argv: list[str]) -> None:
+    # Started with SIGINT ignored (a background job of a script), every process of the run would
+    # inherit the ignore; Dagster maps SIGTERM to SIGINT's handler, and its compute-log helpers in
+    # the scale_out suite's Dask workers would then outlive their steps.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__.strip() + "\n\nsuites: " + ", ".join(suites.NAMES))
         return

@@ -20,10 +20,12 @@ JARS = ("paimon-python-java-bridge-0.9.0.jar", "hadoop-client-api-3.3.4.jar", "h
         "commons-logging-1.1.3.jar", "netty-common-4.1.96.Final.jar")
 PAIMON_JAVA_VERSION = "0.9.0"
 BENCH_SOURCE = REPO / "benchmarks" / "engines" / "java" / "PaimonBench.java"
-# Arrow's Java memory needs java.nio opened on JDK 17; UTC keeps local-time-zone timestamps as
-# Arrow's. A benchmark step runs the full JIT (C2) and the default collector, as a Flink job
-# would; the heap is sized for the largest step (1M rows in memory plus Paimon's write buffer).
-BENCH_FLAGS = ("--add-opens=java.base/java.nio=ALL-UNNAMED", "-Duser.timezone=UTC", "-Xmx6g")
+# Arrow's Java memory needs java.nio opened on JDK 17; UTC makes TIMESTAMP WITH LOCAL TIME ZONE
+# columns cross as Arrow timestamps in UTC, as ours are. Every JVM here runs with these.
+ARROW_FLAGS = ("--add-opens=java.base/java.nio=ALL-UNNAMED", "-Duser.timezone=UTC")
+# A benchmark step runs the full JIT (C2) and the default collector, as a Flink job would; the
+# heap is sized for the largest step (1M rows in memory plus Paimon's write buffer).
+BENCH_FLAGS = (*ARROW_FLAGS, "-Xmx6g")
 
 
 class JavaUnavailable(Exception):

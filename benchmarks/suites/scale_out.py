@@ -16,9 +16,7 @@ driver; the jobs' steps report their own peak RSS.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import logging
 import os
 import shutil
 import time
@@ -28,7 +26,6 @@ from typing import Any
 
 import dagster as dg
 import numpy as np
-import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -41,8 +38,6 @@ from pipelines.factory import paimon_definitions
 from pipelines.ingestion import target_of
 from pipelines.spec import Column, Compaction, Ingestion, PaimonTableSpec, Partitions
 from resources.landing_location import LandingLocation
-
-log = logging.getLogger("benchmarks.scale_out")
 
 ENGINES = ("ours",)
 WORK_DIRS = ("run",)
@@ -200,19 +195,6 @@ def pin_workers(client: Any) -> None:
         client.run(pin, workers=[address])
 
 
-def stop_leftovers(before: set[int]) -> None:
-    """Kill the processes started since ``before`` that outlived the cluster's close.
-
-    A Dask worker or nanny sometimes survives ``LocalCluster.close()``; it would hold the run's
-    output open and keep a core busy after the run has ended.
-    """
-    for child in psutil.Process().children(recursive=True):
-        with contextlib.suppress(psutil.Error):
-            if child.pid not in before and "spawn_main" in " ".join(child.cmdline()):  # a worker, not a helper
-                log.warning("stopping process %d, left running by the Dask cluster", child.pid)
-                child.kill()
-
-
 def run_variants(root: Path, landing: Path, base: Path, days: list[str], names: list[str],
                  quiet_wait: float) -> list[dict[str, Any]]:
     from distributed import Client, LocalCluster
@@ -229,13 +211,11 @@ def run_variants(root: Path, landing: Path, base: Path, days: list[str], names: 
                 config = {"max_concurrent": int(count), "start_method": {"forkserver": {}}}
                 results.append(variant(name, setup, executor="multiprocess", config=config, workers=2))
             else:
-                before = {child.pid for child in psutil.Process().children(recursive=True)}
                 with LocalCluster(n_workers=int(count), threads_per_worker=1, processes=True, host="127.0.0.1",
                                   dashboard_address="127.0.0.1:0") as cluster, Client(cluster) as client:
                     pin_workers(client)
                     config = {"cluster": {"existing": {"address": cluster.scheduler_address}}}
                     results.append(variant(name, setup, executor="dask", config=config, workers=2))
-                stop_leftovers(before)
     by_name = {r["variant"]: r for r in results}
     for r in results:
         one = by_name.get(r["variant"].replace("x2", "x1")) if "x2" in r["variant"] else None

@@ -28,11 +28,9 @@ RUST_DRIVER = Path(__file__).with_name("rust_driver.py")
 ORACLE_PYTHON = Path(os.environ.get("PAIMON_ORACLE_PYTHON", ROOT / ".venv-oracle" / "bin" / "python"))
 JAVA_ORACLE = jvm.JAVA_ORACLE
 JAVA_DRIVER = Path(__file__).with_name("java") / "PaimonJavaOracle.java"
-# Arrow's Java memory needs java.nio opened on JDK 17; UTC makes TIMESTAMP WITH LOCAL TIME ZONE
-# columns cross as Arrow timestamps in UTC, as ours are; each spec is little work, so the client
-# compiler alone (TieredStopAtLevel=1) and the serial collector cost the least CPU.
-JAVA_FLAGS = ("--add-opens=java.base/java.nio=ALL-UNNAMED", "-Duser.timezone=UTC", "-Xmx2g", "-XX:+UseSerialGC",
-              "-XX:TieredStopAtLevel=1")
+# Each spec is little work, so the client compiler alone (TieredStopAtLevel=1) and the serial
+# collector cost the least CPU.
+JAVA_FLAGS = (*jvm.ARROW_FLAGS, "-Xmx2g", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 
 
 # An oracle run is seconds of work; ten minutes means it hangs.
