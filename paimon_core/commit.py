@@ -359,14 +359,15 @@ class _Attempt:
         self.index = changes.index
         self.uncertain = False
         self.started = time.monotonic()
-        first = commit.snapshots.latest_id()
-        self.first_latest = first or 0
+        self.first_latest: int | None = None  # the latest snapshot id when the first attempt began
 
     def run(self) -> int | None:
         options = self.c.options
         retry = 0
         while True:
             latest = self.c.snapshots.latest()
+            if self.first_latest is None:
+                self.first_latest = latest.id if latest is not None else 0
             if retry and self.uncertain:
                 found = self.c.find_committed(self.identifier, self.kind, after=self.first_latest)
                 if found is not None:

@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from paimon_core.errors import FileIOError, InvalidURIError, UnsupportedFeatureError
+from paimon_core.metadata_cache import MetadataCache
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +124,8 @@ class FileIO:
 
     def __init__(self, fs: fsspec.AbstractFileSystem) -> None:
         self.fs = fs
+        # decoded manifests read through this FileIO (their files are immutable)
+        self.metadata_cache = MetadataCache()
         protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
         self.protocol: str = protocols[0]
         self.is_local = "file" in protocols or "local" in protocols
@@ -416,6 +419,7 @@ class FileIO:
     @_storage_call
     def delete(self, path: str) -> None:
         """Delete one file; absent files are fine."""
+        self.metadata_cache.forget(path)
         if self.is_local:
             _unlink_quietly(path)
             return
@@ -437,6 +441,8 @@ class FileIO:
             for path in paths:
                 self._delete_one(path)
             return
+        for path in paths:
+            self.metadata_cache.forget(path)
         by_bucket: dict[str, list[str]] = {}
         for path in paths:
             bucket, key, _ = self.fs.split_path(path)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import datetime
 import io
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import fastavro
 
@@ -19,6 +19,8 @@ from paimon_core.binary_row import EMPTY_ROW, deserialize_with_arity, serialize_
 from paimon_core.errors import CorruptMetadataError, MissingFileError
 from paimon_core.fileio import FileIO
 from paimon_core.types import DataType
+
+Item = TypeVar("Item")
 
 ADD, DELETE = 0, 1
 FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT = 0, 1
@@ -336,25 +338,26 @@ def _write_records(file_io: FileIO, path: str, schema: Any, records: Iterable[di
     return len(data)
 
 
+def _read_cached(file_io: FileIO, path: str, decode: Callable[[dict[str, Any]], Item], what: str) -> list[Item]:
+    """Entries of an immutable metadata file, from the FileIO's cache when it was read before."""
+    def load() -> list[Item]:
+        try:
+            return [decode(r) for r in _read_records(file_io, path)]
+        except KeyError as exc:
+            raise CorruptMetadataError(f"{what} {path} lacks field {exc}") from exc
+    return file_io.metadata_cache.get(path, load)
+
+
 def read_manifest(file_io: FileIO, path: str) -> list[ManifestEntry]:
-    try:
-        return [ManifestEntry.from_avro(r) for r in _read_records(file_io, path)]
-    except KeyError as exc:
-        raise CorruptMetadataError(f"manifest {path} lacks field {exc}") from exc
+    return _read_cached(file_io, path, ManifestEntry.from_avro, "manifest")
 
 
 def read_manifest_list(file_io: FileIO, path: str) -> list[ManifestFileMeta]:
-    try:
-        return [ManifestFileMeta.from_avro(r) for r in _read_records(file_io, path)]
-    except KeyError as exc:
-        raise CorruptMetadataError(f"manifest list {path} lacks field {exc}") from exc
+    return _read_cached(file_io, path, ManifestFileMeta.from_avro, "manifest list")
 
 
 def read_index_manifest(file_io: FileIO, path: str) -> list[IndexManifestEntry]:
-    try:
-        return [IndexManifestEntry.from_avro(r) for r in _read_records(file_io, path)]
-    except KeyError as exc:
-        raise CorruptMetadataError(f"index manifest {path} lacks field {exc}") from exc
+    return _read_cached(file_io, path, IndexManifestEntry.from_avro, "index manifest")
 
 
 def write_manifest_list(file_io: FileIO, path: str, metas: Sequence[ManifestFileMeta],

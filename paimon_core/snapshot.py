@@ -213,8 +213,28 @@ class SnapshotStore:
         return ids[0] if ids else None
 
     def latest(self) -> Snapshot | None:
-        latest_id = self.latest_id()
-        return self.snapshot(latest_id) if latest_id is not None else None
+        """The latest snapshot. The hinted one is read at once (a missing file answers like an
+        existence check would), so a current hint costs three requests: the hint, the snapshot
+        and the check that no newer one exists."""
+        hint = self._hint(self._latest_hint)
+        if hint is not None:
+            current = self._read_if_present(hint)
+            if current is not None:
+                probed = hint
+                for _ in range(LATEST_PROBES):
+                    if not self.exists(probed + 1):
+                        return current if probed == hint else self.snapshot(probed)
+                    probed += 1
+        ids = self.snapshot_ids()
+        return self.snapshot(ids[-1]) if ids else None
+
+    def _read_if_present(self, snapshot_id: int) -> Snapshot | None:
+        path = self.file(snapshot_id)
+        try:
+            text = self.file_io.read_bytes(path)
+        except FileNotFoundError:
+            return None
+        return Snapshot.from_json(text, source=path)
 
     def snapshots(self) -> Iterator[Snapshot]:
         """Every snapshot, oldest first."""

@@ -95,12 +95,16 @@ class _FormatWriter:
                 table = table.set_column(i, table.field(i).name, table.column(i).cast(pa.int32()))
             self._orc.write(table)
 
-    def close(self) -> None:
+    def close(self) -> int:
+        """Finish the file; returns its size (the stream's position after the footer, so an
+        object store is not asked for it)."""
         if self.format == "parquet":
             self._parquet.close()
         else:
             self._orc.close()
+        size = int(self.sink.tell())
         self.sink.close()
+        return size
 
     @property
     def bytes_written(self) -> int:
@@ -231,9 +235,8 @@ class RollingFileWriter:
         if current is None:
             return
         self._current = None
-        current.writer.close()
+        size = current.writer.close()
         value_stats, stats_cols = current.stats.result()
-        size = self.file_io.file_size(current.path)
         self.files.append(DataFileMeta(
             file_name=current.name, file_size=size, row_count=current.rows,
             value_stats=value_stats, schema_id=self.schema_id, level=self.level, file_source=self.file_source,

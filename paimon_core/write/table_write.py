@@ -73,9 +73,10 @@ class TableWrite:
         if self.compacts and self.schema.primary_keys and self.shard is None:
             # a sharded writer leaves the stall to its committer, which compacts after the commit
             self.stall_seconds = stall_while_over_stop_trigger(table)
-        latest = table.snapshots.latest()
         self._sink: PrimaryKeySink | None = None
         self._appender: AppendWriter | None = None
+        # bucket-unaware append files carry no state of earlier files: nothing to restore
+        latest = table.snapshots.latest() if self.schema.primary_keys or self.options.bucket > 0 else None
         if self.schema.primary_keys:
             index_entries = read_index_manifest(table.file_io, table.paths.manifest_file(latest.index_manifest)) \
                 if latest is not None and latest.index_manifest else []

@@ -34,6 +34,12 @@ def files_under(root: Path) -> set[str]:
     return out
 
 
+def reopened(table: pc.Table) -> pc.Table:
+    """``table`` as another process opens it: nothing it read is cached (a file damaged or
+    removed behind the first process's back is what this one sees)."""
+    return pc.Catalog(table.file_io.uri(table.path).rsplit("/", 2)[0]).get_table(table.name)
+
+
 @pytest.fixture
 def catalog(tmp_path: Path) -> pc.Catalog:
     catalog = pc.Catalog(str(tmp_path / "warehouse"))

@@ -131,6 +131,7 @@ from paimon_core.errors import (
 )
 from paimon_core.manifest import read_manifest_list
 from paimon_core.schema import SetOption
+from tests.integration.conftest import reopened
 
 Digest = dict[str, tuple[int, str]]
 FUTURE_MS = int(time.time() * 1000) + 365 * 24 * 3600 * 1000
@@ -542,7 +543,7 @@ def test_corrupt_metadata_stops_reads_and_maintenance(catalog: paimon.Catalog, m
     snapshots, files and the orphan) fail the same way before deleting anything."""
     path = _metadata_file(maintained, kind)
     _damage(path, damage, maintained)
-    table = catalog.get_table("db.m")
+    table = reopened(maintained)
     for action in (table.read,
                    lambda: table.expire_snapshots(dry_run=False, older_than=FUTURE_MS, retain_min=1),
                    lambda: table.remove_orphan_files(dry_run=False, older_than=FUTURE_MS, force=True)):

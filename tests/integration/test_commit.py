@@ -14,7 +14,7 @@ from paimon_core.errors import CommitConflictError, CommitStateUnknownError, Fil
 from paimon_core.fileio import FileIO
 from paimon_core.names import Identifier
 from paimon_core.read.scan import read_manifest_metas
-from tests.integration.conftest import EVENTS, events, files_under
+from tests.integration.conftest import EVENTS, events, files_under, reopened
 
 
 def _committer(warehouse: str, worker: int, commits: int, barrier: Any, queue: Any) -> None:
@@ -170,7 +170,7 @@ def test_failure_before_publishing_removes_the_new_files(catalog: pc.Catalog) ->
     (Path(table.path) / "manifest" / latest.delta_manifest_list).unlink()
     before = files_under(Path(table.path))
     with pytest.raises(pc.errors.CorruptMetadataError, match="missing"):
-        table.write(events(range(3, 6)))
+        reopened(table).write(events(range(3, 6)))
     assert files_under(Path(table.path)) == before, "nothing landed, so nothing may stay behind"
 
 

@@ -30,7 +30,7 @@ from paimon_core.manifest import read_index_manifest, read_manifest_list
 from paimon_core.read.changes import change_entries
 from paimon_core.read.scan import PartitionDecoder, live_entries, read_manifest_metas
 from paimon_core.snapshot import Snapshot
-from tests.integration.conftest import files_under
+from tests.integration.conftest import files_under, reopened
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), False), ("v", pa.string()), ("dt", pa.string())])
 
@@ -201,7 +201,7 @@ def test_unreadable_metadata_stops_expiry_before_anything_is_deleted(catalog: pc
     snapshot = table.snapshot(3)
     (Path(table.path) / "manifest" / snapshot.delta_manifest_list).write_bytes(b"not avro")
     with pytest.raises(pc.PaimonError):
-        table.expire_snapshots(dry_run=False, older_than=now_ms(), retain_min=1)
+        reopened(table).expire_snapshots(dry_run=False, older_than=now_ms(), retain_min=1)
     assert on_disk(table) == before
 
 
@@ -307,7 +307,7 @@ def test_orphan_cleanup_stops_on_unreadable_metadata(catalog: pc.Catalog) -> Non
     (Path(table.path) / "manifest" / table.snapshot(2).delta_manifest_list).write_bytes(b"not avro")
     before = on_disk(table)
     with pytest.raises(pc.PaimonError):
-        table.remove_orphan_files(older_than=now_ms(), dry_run=False, force=True)
+        reopened(table).remove_orphan_files(older_than=now_ms(), dry_run=False, force=True)
     assert on_disk(table) == before
 
 
