@@ -24,6 +24,7 @@ from paimon_core.manifest import FILE_SOURCE_APPEND, DataFileMeta
 from paimon_core.options import TableOptions, codec_problem
 from paimon_core.stats import StatsCollector
 from paimon_core.types import DataField
+from paimon_core.write.encodings import dictionary_columns
 
 log = logging.getLogger(__name__)
 
@@ -70,24 +71,30 @@ class _FormatWriter:
         if compression in ("none", "uncompressed"):
             compression = "none" if self.format == "parquet" else "uncompressed"
         if self.format == "parquet":
-            level = options.file_compression_zstd_level if compression == "zstd" else None
-            # Keys and sequence numbers are near-unique: dictionary encoding them is wasted work.
-            dictionary = [f.name for f in schema if not f.name.startswith(("_KEY_", "_SEQUENCE_NUMBER"))]
-            # DECIMAL of precision <= 9 / <= 18 as INT32 / INT64, as Java's ParquetSchemaConverter
-            # writes them (its readers take those widths only as integers).
-            self._parquet = pq.ParquetWriter(sink, schema, compression=compression,
-                                             compression_level=level, version="2.6",
-                                             use_dictionary=dictionary, store_decimal_as_integer=True,
-                                             use_deprecated_int96_timestamps=parquet_int96(schema),
-                                             write_statistics=True, write_page_index=True)
+            self._schema = schema
+            self._compression = compression
+            self._level = options.file_compression_zstd_level if compression == "zstd" else None
+            self._parquet: pq.ParquetWriter | None = None  # opened with the first rows
         else:
             self._time_columns = [i for i, f in enumerate(schema) if pa.types.is_time(f.type)]
             self._orc = orc.ORCWriter(sink, compression=compression.upper()
                                       if compression != "uncompressed" else "UNCOMPRESSED")
 
+    def _open_parquet(self, first: pa.Table) -> pq.ParquetWriter:
+        """The Parquet writer, dictionary-encoding the columns whose first rows repeat."""
+        # DECIMAL of precision <= 9 / <= 18 as INT32 / INT64, as Java's ParquetSchemaConverter
+        # writes them (its readers take those widths only as integers).
+        self._parquet = pq.ParquetWriter(self.sink, self._schema, compression=self._compression,
+                                         compression_level=self._level, version="2.6",
+                                         use_dictionary=dictionary_columns(first), store_decimal_as_integer=True,
+                                         use_deprecated_int96_timestamps=parquet_int96(self._schema),
+                                         write_statistics=True, write_page_index=True)
+        return self._parquet
+
     def write(self, table: pa.Table) -> None:
         if self.format == "parquet":
-            self._parquet.write_table(table, row_group_size=max(table.num_rows, 1))
+            writer = self._parquet or self._open_parquet(table)
+            writer.write_table(table, row_group_size=max(table.num_rows, 1))
         else:
             # pyarrow's ORC writer ignores the offset of sliced struct children: copy first.
             table = table.take(int64_array(np.arange(table.num_rows)))
@@ -99,7 +106,7 @@ class _FormatWriter:
         """Finish the file; returns its size (the stream's position after the footer, so an
         object store is not asked for it)."""
         if self.format == "parquet":
-            self._parquet.close()
+            (self._parquet or self._open_parquet(self._schema.empty_table())).close()
         else:
             self._orc.close()
         size = int(self.sink.tell())
