@@ -20,7 +20,7 @@ from paimon_core.schema import TableSchema
 from paimon_core.threads import worker_threads
 from paimon_core.types import arrow_schema
 from paimon_core.write.data_file import AppendContent, RollingFileWriter, SequenceCounter
-from paimon_core.write.flusher import Flusher
+from paimon_core.write.flusher import Flusher, release_freed_memory
 from paimon_core.write.message import CommitMessage
 from paimon_core.write.routing import Partition, Router
 from paimon_core.write.shard import Shard
@@ -98,6 +98,7 @@ class AppendWriter:
                     break
             self._flush(chosen)
             self._flusher.wait_below(limit - self._buffered)
+            release_freed_memory()
 
     def _flush(self, keys: list[tuple[bytes, int]]) -> None:
         """Hand the chosen buffers to background encoding, one row group each."""

@@ -17,6 +17,16 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 
+def release_freed_memory() -> None:
+    """Hand memory freed on this thread back to the system.
+
+    Arrow's default allocator (mimalloc) keeps freed pages for reuse per thread, and buffers
+    routed on one thread are freed on the encoding threads after they are written: without
+    this a streamed ingest held ~40 % more resident memory than it had allocated.
+    """
+    pa.default_memory_pool().release_unused()
+
+
 @dataclass(slots=True)
 class _Lane:
     """Pending tables of one file writer; at most one thread drains a lane."""
@@ -75,8 +85,11 @@ class Flusher:
             except BaseException as exc:  # noqa: BLE001 - re-raised in the caller by raise_error()
                 with self._lock:
                     self._error = self._error or exc
+            done = table.nbytes
+            del table
+            release_freed_memory()
             with self._lock:
-                self._inflight -= table.nbytes
+                self._inflight -= done
                 self._changed.notify_all()
 
     def wait_below(self, limit: int) -> None:

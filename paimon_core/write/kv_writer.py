@@ -27,6 +27,7 @@ from paimon_core.options import TableOptions
 from paimon_core.schema import TableSchema
 from paimon_core.threads import worker_threads
 from paimon_core.write.data_file import KeyValueContent, RollingFileWriter, write_coalesced
+from paimon_core.write.flusher import release_freed_memory
 from paimon_core.write.message import CommitMessage
 from paimon_core.write.routing import Partition
 from paimon_core.write.spill import SpillFile
@@ -103,8 +104,10 @@ class KeyValueWriter:
             state.nbytes += kv.nbytes
             self._buffered += kv.nbytes
             self.rows_written += rows.num_rows
-        while self._buffered > self.options.write_buffer_size:
-            self._relieve(max(self._buckets.values(), key=lambda b: b.nbytes))
+        if self._buffered > self.options.write_buffer_size:
+            while self._buffered > self.options.write_buffer_size:
+                self._relieve(max(self._buckets.values(), key=lambda b: b.nbytes))
+            release_freed_memory()
 
     def _bucket(self, partition: Partition, bucket: int) -> _Bucket:
         key = (partition.row, bucket)
