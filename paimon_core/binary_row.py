@@ -226,29 +226,57 @@ def arrow_scalar_to_internal(scalar: pa.Scalar, data_type: DataType) -> Any:
 # ------------------------------------------------------------------------------------------
 
 
-def _rotl(x: np.ndarray, r: int) -> np.ndarray:
-    return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
-
-
 def murmur3_words(words: np.ndarray, byte_length: int, seed: int = HASH_SEED) -> np.ndarray:
     """MurmurHash3 x86-32 of each row of ``words`` (uint32, shape rows × n), no tail bytes.
 
     This is Paimon's ``hashBytesByWords``: rows of a BinaryRow are always a multiple of 8 bytes.
+    Leading columns of ``words`` that are zero in every row (the null bits of rows without
+    nulls) leave the same state in every row: they are mixed once, as a scalar.
     """
-    h = np.full(words.shape[0], seed, dtype=np.uint32)
+    rows, count = words.shape
+    state = seed
+    first = 0
+    while first < count and not words[:, first].any():
+        state = _mix_scalar(state, 0)
+        first += 1
+    h = np.full(rows, state, dtype=np.uint32)
+    k = np.empty(rows, dtype=np.uint32)
+    spare = np.empty(rows, dtype=np.uint32)
     with np.errstate(over="ignore"):
-        for j in range(words.shape[1]):
-            k = words[:, j] * np.uint32(_C1)
-            k = _rotl(k, 15) * np.uint32(_C2)
+        for j in range(first, count):
+            np.multiply(words[:, j], np.uint32(_C1), out=k)
+            _rotl_into(k, 15, spare)
+            k *= np.uint32(_C2)
             h ^= k
-            h = _rotl(h, 13) * np.uint32(5) + np.uint32(0xE6546B64)
+            _rotl_into(h, 13, spare)
+            h *= np.uint32(5)
+            h += np.uint32(0xE6546B64)
         h ^= np.uint32(byte_length)
-        h ^= h >> np.uint32(16)
-        h *= np.uint32(0x85EBCA6B)
-        h ^= h >> np.uint32(13)
-        h *= np.uint32(0xC2B2AE35)
-        h ^= h >> np.uint32(16)
+        for shift, factor in ((16, 0x85EBCA6B), (13, 0xC2B2AE35)):
+            np.right_shift(h, np.uint32(shift), out=spare)
+            h ^= spare
+            h *= np.uint32(factor)
+        np.right_shift(h, np.uint32(16), out=spare)
+        h ^= spare
     return h.view(np.int32)
+
+
+def _rotl_into(x: np.ndarray, r: int, spare: np.ndarray) -> None:
+    """``x = rotl(x, r)`` in place (``spare`` is scratch of the same shape)."""
+    np.right_shift(x, np.uint32(32 - r), out=spare)
+    x <<= np.uint32(r)
+    x |= spare
+
+
+def _mix_scalar(h: int, word: int) -> int:
+    """One word of MurmurHash3 x86-32 on a plain int state."""
+    mask = 0xFFFFFFFF
+    k = (word * _C1) & mask
+    k = ((k << 15) | (k >> 17)) & mask
+    k = (k * _C2) & mask
+    h ^= k
+    h = ((h << 13) | (h >> 19)) & mask
+    return (h * 5 + 0xE6546B64) & mask
 
 
 def hash_bytes(row: bytes) -> int:
