@@ -74,6 +74,7 @@ class AppendWriter:
         rows_per_chunk = max(1, int(table.num_rows * _ROUTE_CHUNK_BYTES / max(table.nbytes, 1)))
         for offset in range(0, table.num_rows, rows_per_chunk):
             self._buffer(table.slice(offset, rows_per_chunk))
+        release_freed_memory()  # the caller's batch and this thread's routing copies, just freed
 
     def _buffer(self, table: pa.Table) -> None:
         for partition, bucket, rows in self.router.route(table):
@@ -98,7 +99,6 @@ class AppendWriter:
                     break
             self._flush(chosen)
             self._flusher.wait_below(limit - self._buffered)
-            release_freed_memory()
 
     def _flush(self, keys: list[tuple[bytes, int]]) -> None:
         """Hand the chosen buffers to background encoding, one row group each."""

@@ -18,11 +18,12 @@ import pyarrow as pa
 
 
 def release_freed_memory() -> None:
-    """Hand memory freed on this thread back to the system.
+    """Hand memory freed on this thread back to the system (about 1 µs when there is none).
 
-    Arrow's default allocator (mimalloc) keeps freed pages for reuse per thread, and buffers
-    routed on one thread are freed on the encoding threads after they are written: without
-    this a streamed ingest held ~40 % more resident memory than it had allocated.
+    Arrow's default allocator (mimalloc) keeps freed pages for reuse per thread. A streamed
+    ingest frees an input batch and its routing copies per batch, and on the encoding threads
+    every buffer once it is written; kept, those pages added about a quarter of the buffered
+    bytes to the resident memory (a 10M-row ingest at 256 MB: +451 MiB instead of +370).
     """
     pa.default_memory_pool().release_unused()
 

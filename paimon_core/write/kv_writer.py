@@ -104,10 +104,9 @@ class KeyValueWriter:
             state.nbytes += kv.nbytes
             self._buffered += kv.nbytes
             self.rows_written += rows.num_rows
-        if self._buffered > self.options.write_buffer_size:
-            while self._buffered > self.options.write_buffer_size:
-                self._relieve(max(self._buckets.values(), key=lambda b: b.nbytes))
-            release_freed_memory()
+        while self._buffered > self.options.write_buffer_size:
+            self._relieve(max(self._buckets.values(), key=lambda b: b.nbytes))
+        release_freed_memory()  # the caller's batch and the routing copies, just freed
 
     def _bucket(self, partition: Partition, bucket: int) -> _Bucket:
         key = (partition.row, bucket)
