@@ -18,12 +18,15 @@ import pyarrow as pa
 
 
 def release_freed_memory() -> None:
-    """Hand memory freed on this thread back to the system (about 1 µs when there is none).
+    """Hand memory freed by this thread's allocations back to the system (~1 µs when none is).
 
-    Arrow's default allocator (mimalloc) keeps freed pages for reuse per thread. A streamed
-    ingest frees an input batch and its routing copies per batch, and on the encoding threads
-    every buffer once it is written; kept, those pages added about a quarter of the buffered
-    bytes to the resident memory (a 10M-row ingest at 256 MB: +451 MiB instead of +370).
+    Arrow's default allocator (mimalloc) keeps freed pages for reuse. A streamed ingest frees
+    an input batch and its routing copies with every batch, and the encoding threads free the
+    buffers the writing thread allocated once they are written (mimalloc returns those to the
+    allocating thread's heap). Kept, those pages added about a quarter of the buffered bytes
+    to the resident memory: a 10M-row ingest at 256 MB peaked at +451 MiB, now +380. Called
+    by the writing thread after each write; not on the encoding threads, where purging cost
+    a tenth of the ingest's time to save ~15 MiB.
     """
     pa.default_memory_pool().release_unused()
 
@@ -86,11 +89,8 @@ class Flusher:
             except BaseException as exc:  # noqa: BLE001 - re-raised in the caller by raise_error()
                 with self._lock:
                     self._error = self._error or exc
-            done = table.nbytes
-            del table
-            release_freed_memory()
             with self._lock:
-                self._inflight -= done
+                self._inflight -= table.nbytes
                 self._changed.notify_all()
 
     def wait_below(self, limit: int) -> None:
