@@ -27,6 +27,15 @@ class Deduplicate(MergeEngine):
         picked = np.asarray(order.to_numpy(zero_copy_only=False))[groups.ends - 1]
         return table.take(int64_array(picked))
 
+    def merge_indexed(self, table: pa.Table, groups: Groups) -> tuple[pa.Table, np.ndarray]:
+        """Every key's newest row; the table itself when no key has two versions."""
+        if self.ignore_delete:
+            return super().merge_indexed(table, groups)
+        every = np.arange(len(groups), dtype=np.int64)
+        if len(groups) == table.num_rows:
+            return table, every
+        return table.take(int64_array(groups.ends - 1)), every
+
     def merge_groups(self, table: pa.Table, groups: Groups) -> tuple[pa.Table, np.ndarray]:
         if not self.ignore_delete:
             return table.take(int64_array(groups.ends - 1)), np.ones(len(groups), dtype=bool)

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_core.merge.engine import MergeEngine
-from paimon_core.merge.sort import merge_permutation
+from paimon_core.merge.sort import key_groups, merge_permutation
 
 
 class _Run:
@@ -83,8 +83,9 @@ def merge_sorted_runs(runs: Sequence[Iterator[pa.Table]], *, keys: Sequence[str]
                       in_sequence: bool = True) -> Iterator[pa.Table]:
     """Merge key-sorted runs (each key's versions in sequence order) and fold every key.
 
-    Requires (unless ``in_sequence`` is False, which sorts by sequence number too): runs given
-    oldest first, so a key's versions from earlier runs precede later ones.
+    Requires: each run's rows in merge order (a file, or a writer's sorted buffer); and (unless
+    ``in_sequence`` is False, which sorts by sequence number too) runs given oldest first, so a
+    key's versions from earlier runs precede later ones.
     Yields key-sorted chunks; a key never spans two chunks.
     """
     states = [_Run(chunks, keys) for chunks in runs]
@@ -101,7 +102,10 @@ def merge_sorted_runs(runs: Sequence[Iterator[pa.Table]], *, keys: Sequence[str]
                 if state.last_key() == cut:
                     state.extend()
             continue
-        combined = pa.concat_tables([p.cast(parts[0].schema) for p in parts]) if len(parts) > 1 else parts[0]
+        if len(parts) == 1:  # rows of one run are in merge order already: no permutation to apply
+            yield engine.merge(parts[0], key_groups(parts[0], keys))
+            continue
+        combined = pa.concat_tables([p.cast(parts[0].schema) for p in parts])
         order = merge_permutation(combined, keys, sequence_fields, descending_sequence=descending_sequence,
                                   in_sequence=in_sequence)
         yield engine.merge_unsorted(combined, order, list(keys))

@@ -66,21 +66,25 @@ class DynamicBucketAssigner:
         self.existing = [e for e in index_entries if e.kind == ADD]
         self._partitions: dict[bytes, _PartitionIndex] = {}
 
-    def route(self, table: pa.Table) -> list[tuple[Partition, int, pa.Table]]:
+    def split(self, table: pa.Table) -> list[tuple[Partition, int, np.ndarray]]:
+        """The row indices of every (partition, bucket) group of ``table``, each in input order;
+        keys new to a partition are assigned a bucket (and recorded in its index) here."""
         out = []
-        for partition, _, rows in self.partitioner.route(table):
+        for partition, _, rows in self.partitioner.split(table):
             if self.owns_partition is not None and not self.owns_partition(partition.row):
                 continue
             index = self._index(partition.row)
-            columns = [rows.column(k) for k in self.keys]
-            hashes = hash_arrow_rows(columns, self.key_types)  # type: ignore[arg-type]
+            keys = table.select(self.keys)
+            if len(rows) != table.num_rows:
+                keys = keys.take(int64_array(rows))
+            hashes = hash_arrow_rows(keys.columns, self.key_types)  # type: ignore[arg-type]
             buckets = self._assign(index, hashes)
             order = np.argsort(buckets, kind="stable")
             sorted_buckets = buckets[order]
             starts = np.concatenate(([0], np.flatnonzero(np.diff(sorted_buckets)) + 1))
             ends = np.concatenate((starts[1:], [len(order)]))
             for start, end in zip(starts, ends):
-                out.append((partition, int(sorted_buckets[start]), rows.take(int64_array(order[start:end]))))
+                out.append((partition, int(sorted_buckets[start]), rows[order[start:end]]))
         return out
 
     def _index(self, partition: bytes) -> _PartitionIndex:

@@ -13,10 +13,12 @@ import logging
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
 
+from paimon_core.columnar import int8_array, int64_array
 from paimon_core.fileio import FileIO
 from paimon_core.keyvalue import SEQUENCE_NUMBER, VALUE_KIND, KeyValueLayout
 from paimon_core.layout import TablePaths
@@ -29,13 +31,25 @@ from paimon_core.threads import worker_threads
 from paimon_core.write.data_file import KeyValueContent, RollingFileWriter, write_coalesced
 from paimon_core.write.flusher import release_freed_memory
 from paimon_core.write.message import CommitMessage
-from paimon_core.write.routing import Partition
+from paimon_core.write.routing import Partition, gathered
 from paimon_core.write.spill import SpillFile
 
 log = logging.getLogger(__name__)
 
 # Buckets are merged and encoded concurrently at commit (pyarrow releases the GIL).
 _ENCODE_THREADS = worker_threads()
+# Batches of at least this many rows order their groups on those threads too.
+_PARALLEL_ROWS = 65_536
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def _map(work: Callable[[T], R], items: list[T], rows: int) -> list[R]:
+    """``work`` over ``items``, on the encoding threads when there is enough to share."""
+    if len(items) > 1 and rows >= _PARALLEL_ROWS and _ENCODE_THREADS > 1:
+        with ThreadPoolExecutor(_ENCODE_THREADS, thread_name_prefix="paimon-order") as pool:
+            return list(pool.map(work, items))
+    return [work(item) for item in items]
 
 
 class _InMemoryRun:
@@ -53,7 +67,8 @@ class _InMemoryRun:
         self.table = None
 
 SequenceRestore = Callable[[bytes, int], int]
-BucketRouter = Callable[[pa.Table], list[tuple[Partition, int, pa.Table]]]
+# The row indices of every (partition, bucket) group of a batch, each in input order.
+BucketRouter = Callable[[pa.Table], list[tuple[Partition, int, np.ndarray]]]
 
 
 @dataclass(slots=True)
@@ -89,16 +104,23 @@ class KeyValueWriter:
         self.rows_written = 0
 
     def write(self, values: pa.Table, kinds: np.ndarray) -> None:
-        """Buffer conformed rows with their row kinds (0..3)."""
+        """Buffer conformed rows with their row kinds (0..3).
+
+        Each group's rows are gathered once, already in merge order: a bucket written by one
+        call is never sorted (or copied) again before it is encoded.
+        """
         if values.num_rows == 0:
             return
-        tagged = values.append_column(pa.field(VALUE_KIND, pa.int8(), False), pa.array(kinds, pa.int8()))
-        for partition, bucket, rows in self.route(tagged):
+        tagged = values.append_column(pa.field(VALUE_KIND, pa.int8(), False), int8_array(kinds))
+        groups = self.route(tagged)
+        arrival = _map(lambda group: self._merge_order(tagged, group[2]), groups, tagged.num_rows)
+        taken = gathered(tagged, [int64_array(rows[order]) for (_, _, rows), order in zip(groups, arrival)])
+        for (partition, bucket, _), order, rows in zip(groups, arrival, taken):
             state = self._bucket(partition, bucket)
-            sequence = np.arange(state.next_sequence, state.next_sequence + rows.num_rows, dtype=np.int64)
+            sequence = order + state.next_sequence  # arrival order within the bucket numbers its rows
             state.next_sequence += rows.num_rows
             kv = rows.drop_columns([VALUE_KIND]).append_column(
-                pa.field(SEQUENCE_NUMBER, pa.int64(), False), pa.array(sequence, pa.int64())).append_column(
+                pa.field(SEQUENCE_NUMBER, pa.int64(), False), int64_array(sequence)).append_column(
                 pa.field(VALUE_KIND, pa.int8(), False), rows.column(VALUE_KIND))
             state.chunks.append(kv)
             state.nbytes += kv.nbytes
@@ -107,6 +129,18 @@ class KeyValueWriter:
         while self._buffered > self.options.write_buffer_size:
             self._relieve(max(self._buckets.values(), key=lambda b: b.nbytes))
         release_freed_memory()  # the caller's batch and the routing copies, just freed
+
+    def _merge_order(self, tagged: pa.Table, rows: np.ndarray) -> np.ndarray:
+        """The merge order of a group's rows (given in arrival order), as positions in it."""
+        sequence_fields = self.options.sequence_field
+        columns = tagged.select(list(dict.fromkeys([*self.keys, *sequence_fields])))
+        if len(rows) != tagged.num_rows:
+            columns = columns.take(int64_array(rows))
+        if sequence_fields:
+            columns = columns.append_column(SEQUENCE_NUMBER, int64_array(np.arange(len(rows), dtype=np.int64)))
+        order = merge_permutation(columns, self.keys, sequence_fields,
+                                  descending_sequence=self.options.sequence_descending, in_sequence=True)
+        return np.asarray(order.to_numpy(zero_copy_only=False), dtype=np.int64)
 
     def _bucket(self, partition: Partition, bucket: int) -> _Bucket:
         key = (partition.row, bucket)
@@ -122,8 +156,10 @@ class KeyValueWriter:
         return chunks
 
     def _sort(self, chunks: list[pa.Table]) -> pa.Table:
-        """Buffered rows in merge order (they arrived in sequence order)."""
-        table = pa.concat_tables(chunks) if len(chunks) > 1 else chunks[0]
+        """Buffered rows in merge order (each chunk is, and they arrived in sequence order)."""
+        if len(chunks) == 1:
+            return chunks[0]
+        table = pa.concat_tables(chunks)
         order = merge_permutation(table, self.keys, self.options.sequence_field,
                                   descending_sequence=self.options.sequence_descending, in_sequence=True)
         return table.take(order)

@@ -37,7 +37,7 @@ _KIND_NAMES = pa.array(list(ROW_KINDS))
 
 def _owned_by(shard: Shard, route: BucketRouter) -> BucketRouter:
     """``route`` keeping only the (partition, bucket) groups ``shard`` owns."""
-    def owned(data: pa.Table) -> list[tuple[Partition, int, pa.Table]]:
+    def owned(data: pa.Table) -> list[tuple[Partition, int, np.ndarray]]:
         return [group for group in route(data) if shard.owns(group[0].row, group[1])]
     return owned
 
@@ -65,9 +65,9 @@ class PrimaryKeySink:
         if options.bucket == -1:
             self.assigner = DynamicBucketAssigner(file_io, paths, schema, options, index.entries, table=table,
                                                   owns_partition=shard.owns_partition if shard else None)
-            route = self.assigner.route
+            route = self.assigner.split
         else:
-            route = Router(schema, options).route
+            route = Router(schema, options).split
             if shard is not None:
                 route = _owned_by(shard, route)
         self.writer = KeyValueWriter(file_io, paths, schema, options, self.engine, route=route,

@@ -85,24 +85,34 @@ class Router:
         self.bucket_types = [schema.field(k).type for k in self.bucket_keys]
         self._partitions: dict[tuple[Any, ...], Partition] = {}
 
-    def route(self, data: pa.Table) -> list[tuple[Partition, int, pa.Table]]:
+    def split(self, data: pa.Table) -> list[tuple[Partition, int, np.ndarray]]:
+        """The row indices of every (partition, bucket) group of ``data``, each in input order."""
         n = data.num_rows
         if n == 0:
             return []
         if not self.keys and not self.num_buckets:
-            return [(UNPARTITIONED, 0, data)]
+            return [(UNPARTITIONED, 0, np.arange(n, dtype=np.int64))]
         codes, buckets = self._group_codes(data)
         if codes.min() == codes.max():
-            return [self._group(data, 0, n, int(buckets[0]))]
+            return [(self._partition_at(data, 0), int(buckets[0]), np.arange(n, dtype=np.int64))]
+        if int(codes.max()) < 2**15:  # numpy sorts 16-bit integers stably by radix: a few times faster
+            codes = codes.astype(np.int16)
         order = np.argsort(codes, kind="stable")
         sorted_codes = codes[order]
         starts = np.concatenate(([0], np.flatnonzero(np.diff(sorted_codes)) + 1))
         ends = np.concatenate((starts[1:], [n]))
-        # One take per group, so each group owns its memory: a buffered group never keeps the
-        # rows of other groups alive after they are flushed.
-        groups = [int64_array(order[s:e]) for s, e in zip(starts, ends)]
-        return [self._group(rows, 0, rows.num_rows, int(buckets[order[s]]))
-                for rows, s in zip(gathered(data, groups), starts)]
+        return [(self._partition_at(data, int(order[s])), int(buckets[order[s]]), order[s:e])
+                for s, e in zip(starts, ends)]
+
+    def route(self, data: pa.Table) -> list[tuple[Partition, int, pa.Table]]:
+        """:meth:`split`, each group's rows gathered into a table of its own (so a buffered
+        group never keeps the rows of other groups alive after they are flushed)."""
+        groups = self.split(data)
+        if len(groups) == 1:
+            partition, bucket, _ = groups[0]
+            return [(partition, bucket, data)]
+        tables = gathered(data, [int64_array(rows) for _, _, rows in groups])
+        return [(partition, bucket, table) for (partition, bucket, _), table in zip(groups, tables)]
 
     def _group_codes(self, data: pa.Table) -> tuple[np.ndarray, np.ndarray]:
         """(group code per row, bucket per row)."""
@@ -127,12 +137,11 @@ class Router:
         _, inverse = np.unique(np.stack(columns, axis=1), axis=0, return_inverse=True)
         return np.asarray(inverse.reshape(-1), dtype=np.int64), buckets
 
-    def _group(self, table: pa.Table, start: int, end: int,
-               bucket: int) -> tuple[Partition, int, pa.Table]:
-        values = tuple(arrow_scalar_to_internal(table.column(k)[start], t)
-                       for k, t in zip(self.keys, self.types))
+    def _partition_at(self, table: pa.Table, row: int) -> Partition:
+        """The partition of ``table``'s row ``row`` (built once per distinct value)."""
+        values = tuple(arrow_scalar_to_internal(table.column(k)[row], t) for k, t in zip(self.keys, self.types))
         partition = self._partitions.get(values)
         if partition is None:
             partition = make_partition(values, self.keys, self.types, self.options)
             self._partitions[values] = partition
-        return partition, bucket, table.slice(start, end - start)
+        return partition

@@ -65,6 +65,37 @@ def test_sequence_numbers_increase_per_bucket_across_writers(catalog: pc.Catalog
     assert set(table.read().column("version").to_pylist()) == {2}
 
 
+def test_one_write_numbers_each_bucket_in_arrival_order(catalog: pc.Catalog) -> None:
+    """Rows of one write call, duplicate keys included, are sorted per bucket as they are
+    routed: each bucket's rows still get 0, 1, 2, ... in the order they arrived, and the
+    newest version of a key is the one kept."""
+    table = pk_table(catalog, **{"bucket": "3"})
+    rng = np.random.default_rng(7)
+    ids = rng.integers(0, 400, 3000).tolist()
+    table.write(pa.table({"id": ids, "status": [str(i) for i in range(len(ids))], "amount": [0.0] * len(ids),
+                          "version": list(range(len(ids)))}, schema=ORDERS))
+    for split in table.plan():
+        (meta,) = split.files
+        stored = pq.read_table(data_file(table, meta.file_name))
+        keys = stored.column("id").to_pylist()
+        assert keys == sorted(set(keys))
+        in_bucket = set(keys)
+        arrivals = [i for i in ids if i in in_bucket]  # this bucket's rows, in arrival order
+        last = {key: rank for rank, key in enumerate(arrivals)}
+        assert stored.column(SEQUENCE_NUMBER).to_pylist() == [last[k] for k in keys]
+        assert (meta.min_sequence_number, meta.max_sequence_number) == (min(last.values()), len(arrivals) - 1)
+    newest = {key: position for position, key in enumerate(ids)}
+    result = table.read()
+    assert dict(zip(result.column("id").to_pylist(), result.column("version").to_pylist())) == newest
+
+
+def test_sequence_field_orders_versions_within_one_write(catalog: pc.Catalog) -> None:
+    table = pk_table(catalog, **{"sequence.field": "version"})
+    table.write(pa.concat_tables([orders([1, 2], "late", version=5), orders([1], "stale", version=3),
+                                  orders([2], "newer", version=6)]))
+    assert {r["id"]: r["status"] for r in table.read().to_pylist()} == {1: "late", 2: "newer"}
+
+
 def test_spilled_commit_is_one_sorted_run_and_bounded(catalog: pc.Catalog) -> None:
     table = pk_table(catalog, **{"write-buffer-size": "64 kb", "bucket": "1"})
     rng = np.random.default_rng(1)
