@@ -16,6 +16,7 @@ from __future__ import annotations
 import decimal
 import struct
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,7 @@ import pyarrow as pa
 
 from paimon_core.columnar import validity
 from paimon_core.errors import CorruptMetadataError, UnsupportedFeatureError
+from paimon_core.threads import worker_threads
 from paimon_core.types import BINARY_ROOTS, STRING_ROOTS, AtomicType, DataType
 
 HASH_SEED = 42
@@ -285,6 +287,11 @@ def hash_bytes(row: bytes) -> int:
     return int(murmur3_words(words, len(row))[0])
 
 
+# Hashes of at least this many rows are computed in row ranges on worker threads (numpy
+# releases the GIL in its loops).
+PARALLEL_HASH_ROWS = 262_144
+
+
 def hash_arrow_rows(columns: Sequence[pa.Array], types: Sequence[AtomicType]) -> np.ndarray:
     """Paimon's BinaryRow hash of every row of ``columns``, as int32, computed columnar.
 
@@ -293,31 +300,47 @@ def hash_arrow_rows(columns: Sequence[pa.Array], types: Sequence[AtomicType]) ->
     word-column. Memory stays proportional to the rows times the group's row length.
     """
     n = len(columns[0]) if columns else 0
+    threads = worker_threads()
+    if n < PARALLEL_HASH_ROWS or threads < 2:
+        return _hash_rows(columns, types)
+    step = -(-n // threads)
+    with ThreadPoolExecutor(threads, thread_name_prefix="paimon-hash") as pool:
+        parts = list(pool.map(lambda start: _hash_rows([c.slice(start, step) for c in columns], types),
+                              range(0, n, step)))
+    return np.concatenate(parts)
+
+
+def _hash_rows(columns: Sequence[pa.Array], types: Sequence[AtomicType]) -> np.ndarray:
+    n = len(columns[0]) if columns else 0
     arity = len(types)
     width = null_bits_width(arity)
-    header = np.zeros((n, width), dtype=np.uint8)
-    slots = np.zeros((n, 8 * arity), dtype=np.uint8)
-    var_sizes = np.zeros((n, arity), dtype=np.int64)
+    # header (null bits) and fixed-length slots side by side: the row bytes when nothing is
+    # stored out of line
+    block = np.zeros((n, width + 8 * arity), dtype=np.uint8)
+    header, slots = block[:, :width], block[:, width:]
+    var_sizes: np.ndarray | None = None
     builders: list[_VarBuilder | None] = []
     for i, (column, data_type) in enumerate(zip(columns, types)):
         array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
         valid = validity(array)
-        bit = i + 8
-        header[~valid, bit // 8] |= np.uint8(1 << (bit % 8))
+        if array.null_count:
+            bit = i + 8
+            header[~valid, bit // 8] |= np.uint8(1 << (bit % 8))
         slot, sizes, builder = _column_layout(array, data_type, valid)
         slots[:, 8 * i:8 * i + 8] = slot
         if sizes is not None:
+            if var_sizes is None:
+                var_sizes = np.zeros((n, arity), dtype=np.int64)
             var_sizes[:, i] = sizes
         builders.append(builder)
     out = np.empty(n, dtype=np.int32)
     if n == 0:
         return out
-    if not var_sizes.any():
-        block = np.ascontiguousarray(np.concatenate([header, slots], axis=1))
+    if var_sizes is None or not var_sizes.any():
         return murmur3_words(block.view("<u4"), block.shape[1])
     for rows in _layout_groups(var_sizes):
-        block = _layout_block(rows, var_sizes[rows[0]], header, slots, builders, width + 8 * arity)
-        out[rows] = murmur3_words(block.view("<u4"), block.shape[1])
+        group = _layout_block(rows, var_sizes[rows[0]], header, slots, builders, width + 8 * arity)
+        out[rows] = murmur3_words(group.view("<u4"), group.shape[1])
     return out
 
 

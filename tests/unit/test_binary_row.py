@@ -163,3 +163,17 @@ def test_columnar_hash_of_sliced_and_chunked_strings() -> None:
     expected = [hash_bytes(encode_row([v], [STRING])) for v in values]
     assert hash_arrow_rows([chunked], [STRING]).tolist() == expected
     assert hash_arrow_rows([sliced], [STRING]).tolist() == expected[5:25]
+
+
+def test_large_inputs_hash_in_row_ranges_as_one() -> None:
+    """Above the threshold rows are hashed in ranges on threads: the same hashes, nulls,
+    out-of-line strings and chunk boundaries included."""
+    import paimon_core.binary_row as binary_row
+
+    n = binary_row.PARALLEL_HASH_ROWS + 1001
+    ids = pa.chunked_array([pa.array(range(0, 1000)), pa.array(range(1000, n))], pa.int64())
+    names = pa.array([None if i % 97 == 0 else "k" * (i % 11) + str(i) for i in range(n)])
+    columns, types = [ids, names], [BIGINT, STRING]
+    whole = binary_row._hash_rows(columns, types)
+    assert hash_arrow_rows(columns, types).tolist() == whole.tolist()
+    assert whole[5000].item() == hash_bytes(encode_row([5000, names[5000].as_py()], types))
