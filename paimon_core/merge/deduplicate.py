@@ -23,9 +23,7 @@ class Deduplicate(MergeEngine):
         """Gather only each key's newest row (single versions pass through the same way)."""
         if self.ignore_delete:
             return super().merge_unsorted(table, order, keys)
-        groups = key_groups(table.select(keys).take(order), keys)
-        picked = np.asarray(order.to_numpy(zero_copy_only=False))[groups.ends - 1]
-        return table.take(int64_array(picked))
+        return newest_per_key(table, order, keys)
 
     def merge_indexed(self, table: pa.Table, groups: Groups) -> tuple[pa.Table, np.ndarray]:
         """Every key's newest row; the table itself when no key has two versions."""
@@ -42,3 +40,10 @@ class Deduplicate(MergeEngine):
         last = last_where(~is_retract(kinds_of(table)), groups)
         kept = last >= 0
         return table.take(int64_array(last[kept])), kept
+
+
+def newest_per_key(table: pa.Table, order: pa.Array, keys: list[str]) -> pa.Table:
+    """The last row of every key, ``order`` being ``table``'s merge order: one gather."""
+    positions = np.asarray(order.to_numpy(zero_copy_only=False), dtype=np.int64)
+    groups = key_groups(table.select(keys), keys, order=positions)
+    return table.take(int64_array(positions[groups.ends - 1]))

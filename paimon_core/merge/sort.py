@@ -66,16 +66,25 @@ def merge_order(table: pa.Table, keys: Sequence[str], sequence_fields: Sequence[
     return table.take(merge_permutation(table, keys, sequence_fields, descending_sequence=descending_sequence))
 
 
-def key_groups(table: pa.Table, keys: Sequence[str]) -> Groups:
-    """Boundaries of runs of equal keys in a table sorted by ``keys``."""
+def key_groups(table: pa.Table, keys: Sequence[str], *, order: np.ndarray | None = None) -> Groups:
+    """Boundaries of runs of equal keys in a table sorted by ``keys`` (or in ``table`` taken
+    in ``order``, which is then sorted by them)."""
     n = table.num_rows
     if n == 0:
         empty = np.zeros(0, dtype=np.int64)
         return Groups(empty, empty)
     change = np.zeros(n - 1, dtype=bool)
     for key in keys:
-        column = table.column(key).combine_chunks()
-        change |= np.asarray(pc.not_equal(column.slice(1), column.slice(0, n - 1))
+        column = table.column(key)
+        if pa.types.is_integer(column.type) and column.null_count == 0:  # keys are NOT NULL
+            values = column.to_numpy()
+            if order is not None:
+                values = values[order]
+            change |= values[1:] != values[:-1]
+            continue
+        taken = column.take(int64_array(order)) if order is not None else column
+        combined = taken.combine_chunks()
+        change |= np.asarray(pc.not_equal(combined.slice(1), combined.slice(0, n - 1))
                              .to_numpy(zero_copy_only=False), dtype=bool)
     starts = np.concatenate(([0], np.flatnonzero(change) + 1)).astype(np.int64)
     ends = np.concatenate((starts[1:], [n])).astype(np.int64)

@@ -22,6 +22,7 @@ from paimon_core.compaction.intervals import sections
 from paimon_core.keyvalue import DELETE, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND
 from paimon_core.manifest import DataFileMeta
 from paimon_core.merge.aggregation import Aggregation
+from paimon_core.merge.deduplicate import Deduplicate, newest_per_key
 from paimon_core.merge.engine import MergeEngine
 from paimon_core.merge.lookup import LEVEL, LookupMerge, with_level
 from paimon_core.merge.partial_update import PartialUpdate
@@ -74,7 +75,29 @@ class MergeSplitReader(SplitReader):
         """Merged rows of one section (memory layout without system columns), retractions dropped."""
         if len(section) == 1 and section[0].level > 0 and section[0].delete_row_count == 0:
             return self.read_values(split, section[0])  # compacted, no retractions: nothing to merge
+        if self._newest_wins_by_file_order(section):
+            return self.newest_values(split, section)
         return drop_retractions(self.merge_records([(self.read_key_values(split, m), m) for m in section]))
+
+    def _newest_wins_by_file_order(self, section: Sequence[DataFileMeta]) -> bool:
+        """Whether a key's newest version is its row in the newest file of ``section`` that has
+        it: a deduplicating table without ``sequence.field`` whose files follow one another in
+        sequence. The merge then needs no ``_SEQUENCE_NUMBER`` (only the kinds, since not every
+        writer counts its retractions in the file's metadata)."""
+        engine = self.engine.inner if isinstance(self.engine, LookupMerge) else self.engine
+        if not isinstance(engine, Deduplicate) or engine.ignore_delete or self.sequence_fields:
+            return False
+        ordered = sorted(section, key=lambda m: m.min_sequence_number)
+        return all(a.max_sequence_number < b.min_sequence_number for a, b in itertools.pairwise(ordered))
+
+    def newest_values(self, split: DataSplit, section: Sequence[DataFileMeta]) -> pa.Table:
+        """Each key's row from the newest file of ``section`` holding it, unless that row is
+        a retraction (see :meth:`_newest_wins_by_file_order`)."""
+        ordered = sorted(section, key=lambda m: m.min_sequence_number)
+        combined = pa.concat_tables([self.read_key_values(split, meta, system=(VALUE_KIND,)) for meta in ordered])
+        if len(ordered) > 1:  # one file never holds a key twice
+            combined = newest_per_key(combined, merge_permutation(combined, self.keys, in_sequence=True), self.keys)
+        return drop_retractions(combined)
 
     def merge_records(self, parts: Sequence[tuple[pa.Table, DataFileMeta]]) -> pa.Table:
         """Records of files (with system columns) folded per key by the merge engine, each
@@ -107,17 +130,19 @@ class MergeSplitReader(SplitReader):
             values = values.filter(self._keep_mask(deletion, 0, values.num_rows))
         return values
 
-    def read_key_values(self, split: DataSplit, meta: DataFileMeta) -> pa.Table:
-        """One file's rows in the read schema plus its system columns, deletion vector applied."""
+    def read_key_values(self, split: DataSplit, meta: DataFileMeta, *,
+                        system: Sequence[str] = (SEQUENCE_NUMBER, VALUE_KIND)) -> pa.Table:
+        """One file's rows in the read schema plus its ``system`` columns, deletion vector applied."""
         path = self.file_path(split, meta)
         file_fields = self._file_fields(meta)
         deletion = split.deletion_files.get(meta.file_name)
         # Conditions on key columns may be applied while reading: they keep or drop all
         # versions of a key alike, so the merge of the keys that remain is unchanged.
         pushed = self.key_filter if deletion is None and path.endswith(".parquet") else None
-        data, rows = self._read_physical(path, _physical(file_fields), pushed,
-                                         physical_schema(file_fields, _SYSTEM_FIELDS), size=meta.file_size)
-        table = self._with_system_columns(data, file_fields, rows)
+        extra = [f for f in _SYSTEM_FIELDS if f.name in system]
+        data, rows = self._read_physical(path, _physical(file_fields, system), pushed,
+                                         physical_schema(file_fields, extra), size=meta.file_size)
+        table = self._with_system_columns(data, file_fields, rows, system)
         if deletion is not None:
             table = table.filter(self._keep_mask(deletion, 0, table.num_rows))
         return table
@@ -151,18 +176,21 @@ class MergeSplitReader(SplitReader):
                                       size=meta.file_size)
         return pa.Table.from_arrays([data.column(i) for i in range(len(fields))], names=self.keys)
 
-    def _with_system_columns(self, data: pa.Table, file_fields: dict[int, Any], rows: int) -> pa.Table:
+    def _with_system_columns(self, data: pa.Table, file_fields: dict[int, Any], rows: int,
+                             system: Sequence[str] = (SEQUENCE_NUMBER, VALUE_KIND)) -> pa.Table:
         values = self._to_read_schema(data, file_fields, rows)
-        return values.append_column(pa.field(SEQUENCE_NUMBER, pa.int64(), False),
-                                    data.column(SEQUENCE_NUMBER).cast(pa.int64())).append_column(
-            pa.field(VALUE_KIND, pa.int8(), False), data.column(VALUE_KIND).cast(pa.int8()))
+        for field in _SYSTEM_FIELDS:
+            if field.name in system:
+                values = values.append_column(pa.field(field.name, field.type, False),
+                                              data.column(field.name).cast(field.type))
+        return values
 
 
 _SYSTEM_FIELDS = (pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8()))
 
 
-def _physical(file_fields: dict[int, Any]) -> list[str]:
-    return [f.name for f in file_fields.values()] + [SEQUENCE_NUMBER, VALUE_KIND]
+def _physical(file_fields: dict[int, Any], system: Sequence[str] = (SEQUENCE_NUMBER, VALUE_KIND)) -> list[str]:
+    return [f.name for f in file_fields.values()] + [f.name for f in _SYSTEM_FIELDS if f.name in system]
 
 
 def key_conjuncts(predicate: Predicate | None, key_columns: set[str]) -> pc.Expression | None:

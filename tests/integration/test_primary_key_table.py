@@ -217,6 +217,28 @@ def test_random_cdc_history_matches_a_dictionary(catalog: pc.Catalog) -> None:
         assert got == model, f"after commit {commit}"
 
 
+@pytest.mark.parametrize("options", [{}, {"changelog-producer": "lookup"}, {"sequence.field": "version"}])
+def test_level0_files_merged_by_file_order_match_a_dictionary(catalog: pc.Catalog, options: dict[str, str]) -> None:
+    """A deduplicating table's level-0 files are merged by file order (sequence numbers are
+    not read), deletes included; ``sequence.field`` takes the full merge. Every state reads
+    back as the dict model."""
+    table = pk_table(catalog, **{"write-only": "true", **options})
+    rng = np.random.default_rng(11)
+    model: dict[int, tuple[str, int]] = {}
+    for commit in range(8):
+        ids = rng.integers(0, 300, 90).tolist()
+        table.write(orders(ids, f"s{commit}", version=commit))
+        model.update(dict.fromkeys(ids, (f"s{commit}", commit)))
+        if commit == 6:
+            deletes = rng.integers(0, 300, 20).tolist()
+            table.delete(orders(deletes, version=commit))  # whole rows: sequence.field orders them too
+            for key in deletes:
+                model.pop(key, None)
+        got = {r["id"]: (r["status"], r["version"]) for r in table.read().to_pylist()}
+        assert got == model, f"after commit {commit}"
+        assert len(table.read(filter=[("id", "<", 100)])) == sum(1 for k in model if k < 100)
+
+
 def test_only_and_ed_key_conditions_are_applied_before_the_merge(catalog: pc.Catalog) -> None:
     table = pk_table(catalog, bucket="1")
     table.write(orders([1, 2, 3], "old"))

@@ -168,7 +168,7 @@ def test_columnar_hash_of_sliced_and_chunked_strings() -> None:
 def test_large_inputs_hash_in_row_ranges_as_one() -> None:
     """Above the threshold rows are hashed in ranges on threads: the same hashes, nulls,
     out-of-line strings and chunk boundaries included."""
-    import paimon_core.binary_row as binary_row
+    from paimon_core import binary_row
 
     n = binary_row.PARALLEL_HASH_ROWS + 1001
     ids = pa.chunked_array([pa.array(range(0, 1000)), pa.array(range(1000, n))], pa.int64())
