@@ -75,25 +75,24 @@ class MergeSplitReader(SplitReader):
         """Merged rows of one section (memory layout without system columns), retractions dropped."""
         if len(section) == 1 and section[0].level > 0 and section[0].delete_row_count == 0:
             return self.read_values(split, section[0])  # compacted, no retractions: nothing to merge
-        if self._newest_wins_by_file_order(section):
-            return self.newest_values(split, section)
+        ordered = by_sequence(section)
+        if self._newest_wins_by_file_order(ordered):
+            return self.newest_values(split, ordered)
         return drop_retractions(self.merge_records([(self.read_key_values(split, m), m) for m in section]))
 
-    def _newest_wins_by_file_order(self, section: Sequence[DataFileMeta]) -> bool:
-        """Whether a key's newest version is its row in the newest file of ``section`` that has
+    def _newest_wins_by_file_order(self, ordered: Sequence[DataFileMeta]) -> bool:
+        """Whether a key's newest version is its row in the newest of the ``ordered`` files that has
         it: a deduplicating table without ``sequence.field`` whose files follow one another in
         sequence. The merge then needs no ``_SEQUENCE_NUMBER`` (only the kinds, since not every
         writer counts its retractions in the file's metadata)."""
         engine = self.engine.inner if isinstance(self.engine, LookupMerge) else self.engine
         if not isinstance(engine, Deduplicate) or engine.ignore_delete or self.sequence_fields:
             return False
-        ordered = sorted(section, key=lambda m: m.min_sequence_number)
-        return all(a.max_sequence_number < b.min_sequence_number for a, b in itertools.pairwise(ordered))
+        return follow_in_sequence(ordered)
 
-    def newest_values(self, split: DataSplit, section: Sequence[DataFileMeta]) -> pa.Table:
-        """Each key's row from the newest file of ``section`` holding it, unless that row is
-        a retraction (see :meth:`_newest_wins_by_file_order`)."""
-        ordered = sorted(section, key=lambda m: m.min_sequence_number)
+    def newest_values(self, split: DataSplit, ordered: Sequence[DataFileMeta]) -> pa.Table:
+        """Each key's row from the newest of the ``ordered`` files (oldest first) holding it,
+        unless that row is a retraction (see :meth:`_newest_wins_by_file_order`)."""
         combined = pa.concat_tables([self.read_key_values(split, meta, system=(VALUE_KIND,)) for meta in ordered])
         if len(ordered) > 1:  # one file never holds a key twice
             combined = newest_per_key(combined, merge_permutation(combined, self.keys, in_sequence=True), self.keys)
@@ -106,7 +105,7 @@ class MergeSplitReader(SplitReader):
         metas = [meta for _, meta in ordered]
         # Files whose sequence ranges do not overlap, concatenated oldest first, hold every key's
         # versions in sequence order: a stable sort on the key alone then gives merge order.
-        in_sequence = all(a.max_sequence_number < b.min_sequence_number for a, b in itertools.pairwise(metas))
+        in_sequence = follow_in_sequence(metas)
         tables = [table for table, _ in ordered]
         if isinstance(self.engine, LookupMerge):
             tables = [with_level(table, meta.level) for table, meta in ordered]
@@ -191,6 +190,17 @@ _SYSTEM_FIELDS = (pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa
 
 def _physical(file_fields: dict[int, Any], system: Sequence[str] = (SEQUENCE_NUMBER, VALUE_KIND)) -> list[str]:
     return [f.name for f in file_fields.values()] + [f.name for f in _SYSTEM_FIELDS if f.name in system]
+
+
+def by_sequence(files: Sequence[DataFileMeta]) -> list[DataFileMeta]:
+    """Files oldest first: by their sequence ranges."""
+    return sorted(files, key=lambda m: (m.min_sequence_number, m.max_sequence_number))
+
+
+def follow_in_sequence(ordered: Sequence[DataFileMeta]) -> bool:
+    """Whether the sequence ranges of ``ordered`` files follow one another without overlap: each
+    key's versions are then in sequence order when the files are concatenated in that order."""
+    return all(a.max_sequence_number < b.min_sequence_number for a, b in itertools.pairwise(ordered))
 
 
 def key_conjuncts(predicate: Predicate | None, key_columns: set[str]) -> pc.Expression | None:

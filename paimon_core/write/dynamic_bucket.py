@@ -70,13 +70,12 @@ class DynamicBucketAssigner:
         """The row indices of every (partition, bucket) group of ``table``, each in input order;
         keys new to a partition are assigned a bucket (and recorded in its index) here."""
         out = []
+        all_keys = table.select(self.keys)
         for partition, _, rows in self.partitioner.split(table):
             if self.owns_partition is not None and not self.owns_partition(partition.row):
                 continue
             index = self._index(partition.row)
-            keys = table.select(self.keys)
-            if len(rows) != table.num_rows:
-                keys = keys.take(int64_array(rows))
+            keys = all_keys if len(rows) == table.num_rows else all_keys.take(int64_array(rows))
             hashes = hash_arrow_rows(keys.columns, self.key_types)  # type: ignore[arg-type]
             buckets = self._assign(index, hashes)
             order = np.argsort(buckets, kind="stable")
