@@ -5,7 +5,10 @@ rule (``FullChangelogMergeFunctionWrapper``, ``LookupChangelogMergeFunctionWrapp
 row (or a retracted one) and an added new row give ``+I``; an old row and no (or a retracted)
 new row give ``-D`` of the old row; both added give ``-U`` old then ``+U`` new, left out when
 ``changelog-producer.row-deduplicate`` finds the values equal. A new row that *is* the old one
-(same sequence number: nothing newer was merged) changed nothing.
+(same sequence number: nothing newer was merged) changed nothing, where the engine picks whole
+versions; an engine that combines fields (partial-update, aggregation) can fold a newer record
+into a row that keeps the old sequence number (``sequence.field`` ordered the newer one first),
+so its rows of equal sequence numbers are compared value by value.
 
 full-compaction: before is the key's max-level row, for every key of a compaction into the max
 level. lookup: only keys with level-0 rows change; before is the key's row at the lowest level
@@ -62,11 +65,13 @@ def _rows_equal(left: pa.Table, right: pa.Table, columns: Sequence[str]) -> np.n
 
 
 def changelog_rows(before: pa.Table, before_rows: np.ndarray, after: pa.Table, after_rows: np.ndarray, *,
-                   compare_columns: Sequence[str] | None = None) -> pa.Table:
+                   compare_columns: Sequence[str] | None = None, combined: bool = False) -> pa.Table:
     """Changes of candidate keys ``i`` (in order): old row ``before[before_rows[i]]``, new row
     ``after[after_rows[i]]`` (-1: none). Key-value layout, the kind in ``_VALUE_KIND``.
 
     ``compare_columns``: with row-deduplicate, the columns whose equality drops an update.
+    ``combined``: the engine combines fields, so a new row with the old row's sequence number
+    may still hold new values (compared, then).
     """
     b = np.asarray(before_rows, dtype=np.int64)
     a = np.asarray(after_rows, dtype=np.int64)
@@ -76,8 +81,12 @@ def changelog_rows(before: pa.Table, before_rows: np.ndarray, after: pa.Table, a
     deleted = b_add & ~a_add
     updated = b_add & a_add
     if updated.any():
-        updated[updated] = (_column(before, SEQUENCE_NUMBER, b[updated])
-                            != _column(after, SEQUENCE_NUMBER, a[updated]))
+        moved = _column(before, SEQUENCE_NUMBER, b[updated]) != _column(after, SEQUENCE_NUMBER, a[updated])
+        if combined and not moved.all():
+            values = [n for n in before.column_names if n not in (SEQUENCE_NUMBER, VALUE_KIND)]
+            kept = np.flatnonzero(updated)[~moved]
+            moved[~moved] = ~_rows_equal(before.take(int64_array(b[kept])), after.take(int64_array(a[kept])), values)
+        updated[updated] = moved
     if compare_columns is not None and updated.any():
         same = _rows_equal(before.take(int64_array(b[updated])), after.take(int64_array(a[updated])),
                            compare_columns)
@@ -108,6 +117,7 @@ class CompactionChangelog(MergeEngine):
                  compare_columns: Sequence[str] | None) -> None:
         self.inner = inner
         self.name = inner.name
+        self.combines_fields = inner.combines_fields
         self.producer = producer
         self.output_level = output_level
         self.lookup_merge = lookup_merge
@@ -141,5 +151,5 @@ class CompactionChangelog(MergeEngine):
         after = np.full(len(groups), -1, dtype=np.int64)
         after[of] = np.arange(len(of), dtype=np.int64)
         self.changes.append(changelog_rows(rows, before, merged, after[candidates],
-                                           compare_columns=self.compare_columns))
+                                           compare_columns=self.compare_columns, combined=self.combines_fields))
         return merged, of

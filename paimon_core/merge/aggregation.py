@@ -54,6 +54,7 @@ def field_aggregators(schema: TableSchema, options: TableOptions, *, table: str 
 
 class Aggregation(MergeEngine):
     name = "aggregation"
+    combines_fields = True
 
     def __init__(self, schema: TableSchema, options: TableOptions, *, table: str = "") -> None:
         self.schema = schema

@@ -19,6 +19,10 @@ class MergeEngine:
     """
 
     name = "abstract"
+    # Whether a merge reads every value column of a version (combining fields across versions)
+    # rather than picking one whole version: a projected read must then read the full row and
+    # project after the merge.
+    combines_fields = False
 
     def merge(self, table: pa.Table, groups: Groups) -> pa.Table:
         """One row per surviving key of ``table`` (sorted in merge order, grouped by key)."""

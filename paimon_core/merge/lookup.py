@@ -67,6 +67,7 @@ class LookupMerge(MergeEngine):
     def __init__(self, inner: MergeEngine) -> None:
         self.inner = inner
         self.name = inner.name
+        self.combines_fields = inner.combines_fields
 
     def merge_unsorted(self, table: pa.Table, order: pa.Array, keys: list[str]) -> pa.Table:
         if LEVEL not in table.column_names:

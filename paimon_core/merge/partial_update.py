@@ -69,6 +69,7 @@ def sequence_groups(schema: TableSchema, options: TableOptions, *, table: str = 
 
 class PartialUpdate(MergeEngine):
     name = "partial-update"
+    combines_fields = True
 
     def __init__(self, schema: TableSchema, options: TableOptions, *, table: str = "") -> None:
         self.schema = schema

@@ -21,11 +21,9 @@ from paimon_core.binary_row import deserialize_with_arity
 from paimon_core.compaction.intervals import sections
 from paimon_core.keyvalue import DELETE, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND
 from paimon_core.manifest import DataFileMeta
-from paimon_core.merge.aggregation import Aggregation
 from paimon_core.merge.deduplicate import Deduplicate, newest_per_key
 from paimon_core.merge.engine import MergeEngine
 from paimon_core.merge.lookup import LEVEL, LookupMerge, with_level
-from paimon_core.merge.partial_update import PartialUpdate
 from paimon_core.merge.sort import merge_permutation
 from paimon_core.options import TableOptions
 from paimon_core.prefetch import mapped_in_order
@@ -56,9 +54,8 @@ class MergeSplitReader(SplitReader):
         self.bounds = key_bounds(self.key_types)
         self.sequence_fields = list(options.sequence_field)
         self.descending = options.sequence_descending
-        whole_row = isinstance(engine, PartialUpdate | Aggregation)
         needed = {f.name for f in self.read_fields} | set(self.keys) | set(self.sequence_fields)
-        self.read_fields = [f for f in schema.fields if whole_row or f.name in needed]
+        self.read_fields = [f for f in schema.fields if engine.combines_fields or f.name in needed]
         self.key_filter = key_conjuncts(self.predicate, set(self.keys) | set(schema.partition_keys))
 
     def read_splits(self, splits: Sequence[DataSplit]) -> Iterator[pa.Table]:

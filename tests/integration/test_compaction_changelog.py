@@ -212,3 +212,21 @@ def test_full_compaction_changelog_files_are_paimon_changelog_files(catalog: pc.
     # as Java writes them: at the compaction's output level, sourced APPEND
     assert {(e.file.level, e.file.file_source) for e in entries} == {(table.options.num_levels - 1,
                                                                         FILE_SOURCE_APPEND)}
+
+
+@pytest.mark.parametrize("producer", ["lookup", "full-compaction"])
+@pytest.mark.parametrize("engine", ["partial-update", "aggregation"])
+def test_a_newer_record_ordered_first_by_sequence_field_still_changes_the_row(catalog: pc.Catalog, producer: str,
+                                                                             engine: str) -> None:
+    """The newer record sorts before the compacted row (its sequence.field is smaller), so the
+    merged row keeps the old row's sequence number, yet holds the newer record's field."""
+    schema = pa.schema([pa.field("k", pa.int64(), False), ("s", pa.int64()), ("n", pa.int32())])
+    options = {"bucket": "1", "merge-engine": engine, "changelog-producer": producer, "sequence.field": "s"}
+    if engine == "aggregation":
+        options["fields.n.aggregate-function"] = "last_non_null_value"
+    table = catalog.create_table("db.t", schema=schema, primary_keys=["k"], options=options)
+    table.write(pa.table({"k": [0], "s": [1], "n": [None]}, schema=schema))
+    table.write(pa.table({"k": [0], "s": [0], "n": [7]}, schema=schema))
+    assert table.read().to_pylist() == [{"k": 0, "s": 1, "n": 7}]
+    assert [(r["_row_kind"], r["n"]) for r in table.read_changes().to_pylist()] == [
+        ("+I", None), ("-U", None), ("+U", 7)]
