@@ -103,6 +103,10 @@ class IngestionModel(dg.Model, dg.Resolvable):
     workers: int = Field(default=1, description="Write steps per partition run, committed as one snapshot.")
     inputs: dict[str, InputModel] = {}
     commit_every_rows: int = 0
+    extra_columns: str = Field(default="refuse", description="refuse (fail naming them) or ignore (drop) input "
+                               "columns the table does not have, for landed files and DataFrames alike.")
+    allow_empty_partitions: bool = Field(default=False, description="Let an overwrite with no rows empty a "
+                                         "partition that holds rows (otherwise the run fails, nothing written).")
     changes_of: str | None = Field(default=None, description="db.table whose changes feed this table.")
     consumer_id: str | None = None
     change_columns: list[str] = []
@@ -171,7 +175,8 @@ class TableModel(dg.Model, dg.Resolvable):
                                   executor_config=dict(raw.executor_config), workers=raw.workers,
                                   inputs={name: Input(tuple(i.asset_key), tuple(i.columns))
                                           for name, i in raw.inputs.items()},
-                                  commit_every_rows=raw.commit_every_rows, changes_of=raw.changes_of,
+                                  commit_every_rows=raw.commit_every_rows, extra_columns=raw.extra_columns,
+                                  allow_empty_partitions=raw.allow_empty_partitions, changes_of=raw.changes_of,
                                   consumer_id=raw.consumer_id, change_columns=tuple(raw.change_columns))
         maintenance = self.maintenance
         return PaimonTableSpec(

@@ -155,10 +155,11 @@ def _write_op(steps: _Steps) -> dg.OpDefinition:
             else:
                 assert landing is not None
                 data = landing.read(key, table.arrow_schema, table=spec.table, values=values, fill=values,
-                                    only=ingest_slice.files)
+                                    only=ingest_slice.files, extra_columns=ingestion.extra_columns)
             share = prepare_share(table, data, mode=ingestion.mode, partition=values,
                                   commit_user=_user(context, spec, key), index=ingest_slice.index,
-                                  count=ingest_slice.count, sharded=ingest_slice.sharded)
+                                  count=ingest_slice.count, sharded=ingest_slice.sharded,
+                                  policy=ingestion.input_policy())
         context.add_output_metadata({"rows": share.rows, "files": share.files, "seconds": round(share.seconds, 3),
                                      "peak_rss_mib": peak_rss_mib()})
         return share
@@ -185,7 +186,8 @@ def _commit_op(steps: _Steps) -> dg.OpDefinition:
                                     commit_user=_user(context, spec, key),
                                     properties=snapshot_properties(run_id=context.run_id,
                                                                    asset_key=spec.key.to_user_string(),
-                                                                   partition_key=key, mode=ingestion.mode))
+                                                                   partition_key=key, mode=ingestion.mode),
+                                    policy=ingestion.input_policy())
         return receipt_output(context, spec, table, values, receipt, **{
             "paimon/ingest/write_steps": len(ordered),
             "paimon/ingest/rows_per_step": ", ".join(str(s.rows) for s in ordered),

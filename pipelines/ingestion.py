@@ -198,7 +198,8 @@ def ingest(context: dg.AssetExecutionContext, spec: PaimonTableSpec, produce: Ca
         receipt = write_partition(table, data, mode=mode, partition=values, commit_user=user,
                                   properties=snapshot_properties(run_id=run.run_id, asset_key=asset,
                                                                  partition_key=partition_key, mode=mode),
-                                  commit_every_rows=spec.ingestion.commit_every_rows)
+                                  commit_every_rows=spec.ingestion.commit_every_rows,
+                                  policy=spec.ingestion.input_policy())
     return receipt_output(context, spec, table, values, receipt)
 
 
@@ -247,6 +248,7 @@ def landing_producer(spec: PaimonTableSpec, context: dg.AssetExecutionContext
                      ) -> Callable[[pc.Table, dict[str, str]], Any]:
     assert spec.ingestion is not None and spec.ingestion.landing is not None
     landing = spec.ingestion.landing
+    extra_columns = spec.ingestion.extra_columns
     partition_key = context.partition_key if context.has_partition_key else None
 
     def produce(table: pc.Table, values: dict[str, str]) -> Any:
@@ -256,7 +258,8 @@ def landing_producer(spec: PaimonTableSpec, context: dg.AssetExecutionContext
                              f"{landing.path}", allow_retries=False)
         context.log.info(f"{spec.table}: ingesting {len(files)} landed file(s) of {partition_key or 'the table'}: "
                          + ", ".join(f.path for f in files[:5]) + (" ..." if len(files) > 5 else ""))
-        return landing.read(partition_key, table.arrow_schema, table=spec.table, values=values, fill=values)
+        return landing.read(partition_key, table.arrow_schema, table=spec.table, values=values, fill=values,
+                            extra_columns=extra_columns)
 
     return produce
 

@@ -34,6 +34,7 @@ from resources.partition_mapping import (
     static_mapping,
     time_mapping,
 )
+from resources.writes import InputPolicy
 
 # The Paimon value of a time partition when the spec does not say: the window start, as fine
 # as the partitions.
@@ -131,6 +132,13 @@ class Ingestion:
     reads the whole input); append tables without buckets give each its share of the landed
     files, or call the function with ``ingest_slice`` (index, count) to produce its share.
 
+    ``extra_columns``: what the table does with input columns it does not have, for every
+    source alike (landed files, a function's DataFrame): ``refuse`` (the default: the run fails
+    naming the file or source and the columns, nothing written; upstream schema drift is
+    noticed) or ``ignore`` (dropped). ``allow_empty_partitions``: an ``overwrite`` with no rows
+    may empty a partition that holds rows (a day without events is real for this table); by
+    default such a run fails with nothing written (an empty export, a source that failed quietly).
+
     ``changes_of``: the table is kept up to date from another Paimon table's changes: the
     function gets each batch of change rows (``_row_kind`` first, then ``change_columns``) and
     returns the rows to append; every batch lands exactly once, and a sensor launches the
@@ -153,9 +161,15 @@ class Ingestion:
     workers: int = 1
     inputs: Mapping[str, Input] = field(default_factory=dict)
     commit_every_rows: int = 0
+    extra_columns: str = "refuse"
+    allow_empty_partitions: bool = False
     changes_of: str | None = None
     consumer_id: str | None = None
     change_columns: tuple[str, ...] = ()
+
+    def input_policy(self) -> InputPolicy:
+        """What the table takes at its ingestion boundary, for every source."""
+        return InputPolicy(extra_columns=self.extra_columns, allow_empty_partitions=self.allow_empty_partitions)
 
     def resolved_function(self, table: str) -> Callable[..., Any] | None:
         """The callable, imported when given as ``"package.module:attr"``."""

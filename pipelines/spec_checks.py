@@ -17,7 +17,7 @@ from pipelines.executors import executor_named
 from pipelines.schedule_ticks import checked_cron
 from resources.landing_location import LandingError
 from resources.partition_mapping import PartitionMappingError
-from resources.writes import WRITE_MODES
+from resources.writes import EXTRA_COLUMNS, WRITE_MODES
 
 if TYPE_CHECKING:
     from pipelines.spec import PaimonTableSpec
@@ -111,6 +111,10 @@ def check_ingestion(spec: PaimonTableSpec) -> None:
     check_workers(spec)
     if ingestion.commit_every_rows < 0:
         raise fail(table, "ingestion.commit_every_rows", f"must be >= 0, got {ingestion.commit_every_rows}")
+    if ingestion.extra_columns not in EXTRA_COLUMNS:
+        raise fail(table, "ingestion.extra_columns", f"{ingestion.extra_columns!r} is not one of "
+                   f"{', '.join(EXTRA_COLUMNS)} (refuse: data with columns the table does not have fails, naming "
+                   "them; ignore: such columns are dropped)")
     if ingestion.landing is not None:
         if ingestion.mode == "append":
             raise fail(table, "ingestion.mode", "a landing location is ingested per partition with overwrite "

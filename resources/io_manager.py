@@ -19,6 +19,9 @@ Conventions (shared with dagster-deltalake / dagster-iceberg), all definition me
     - ``paimon/partition_mapping`` (:mod:`resources.partition_mapping`): how a Dagster partition
       key becomes Paimon partition values; the older ``partition_expr`` (one column holding the
       key) is still read, and a table with a single partition key needs neither.
+    - ``paimon/extra_columns``: ``refuse`` (default) or ``ignore`` columns the table does not
+      have; ``paimon/allow_empty_partitions``: ``true`` lets an overwrite with no rows empty a
+      partition that holds rows (:class:`resources.writes.InputPolicy`).
     - input metadata ``columns`` (``dg.AssetIn(metadata={"columns": [...]})``): column pruning.
 """
 
@@ -40,6 +43,7 @@ from resources.metadata import INGEST_PLOTTED, plottable, write_metadata
 from resources.partition_mapping import PartitionMapping, static_mapping
 from resources.writes import (
     WRITE_MODES,
+    InputPolicy,
     PaimonWrite,
     check_writable,
     commit_user_for,
@@ -51,6 +55,8 @@ log = logging.getLogger(__name__)
 
 TABLE_METADATA_KEY = "paimon/table"
 WRITE_MODE_METADATA_KEY = "paimon/write_mode"
+EXTRA_COLUMNS_METADATA_KEY = "paimon/extra_columns"
+ALLOW_EMPTY_METADATA_KEY = "paimon/allow_empty_partitions"
 PARTITION_EXPR_KEY = "partition_expr"
 COLUMNS_METADATA_KEY = "columns"
 DEFAULT_WRITE_MODE = "overwrite"
@@ -128,6 +134,16 @@ def write_mode(source: str, metadata: Mapping[str, Any]) -> str:
     return mode
 
 
+def input_policy(source: str, metadata: Mapping[str, Any]) -> InputPolicy:
+    """The asset's :class:`InputPolicy` from its definition metadata."""
+    allow = _raw(metadata.get(ALLOW_EMPTY_METADATA_KEY, False))
+    try:
+        return InputPolicy(extra_columns=str(_raw(metadata.get(EXTRA_COLUMNS_METADATA_KEY)) or "refuse"),
+                           allow_empty_partitions=allow is True or str(allow).lower() == "true")
+    except ValueError as exc:
+        raise dg.Failure(description=f"{source}: {EXTRA_COLUMNS_METADATA_KEY}: {exc}", allow_retries=False) from None
+
+
 def run_ids(context: dg.OutputContext) -> tuple[str | None, str | None]:
     """(run id, root run id). A re-execution of a failed run keeps its original's root (the run's
     own id when it is no re-execution), so the re-executed step finds the commits the first run
@@ -176,6 +192,7 @@ class PaimonTableIOManager(dg.ConfigurableIOManager):
             raise dg.Failure(description=f"{source}: {exc}, a PaimonWrite receipt or None",
                              allow_retries=False) from None
         mode = write_mode(source, metadata)
+        policy = input_policy(source, metadata)
         keys = list(context.asset_partition_keys) if context.has_asset_partitions else []
         if len(keys) > 1:
             raise dg.Failure(description=f"{source}: one output holds {len(keys)} partitions "
@@ -202,7 +219,8 @@ class PaimonTableIOManager(dg.ConfigurableIOManager):
                 table, obj, mode=mode, partition=partition,
                 commit_user=commit_user_for(root, asset_path, partition_key),
                 properties=snapshot_properties(run_id=run_id or root, asset_key=asset_path,
-                                               partition_key=partition_key, mode=mode))
+                                               partition_key=partition_key, mode=mode),
+                policy=policy)
         except (ValueError, NotImplementedError) as exc:
             # Typed refusals (schema, options, partition values, no primary key) fail for good;
             # conflicts, unknown commit states and I/O errors propagate: a retry is safe.

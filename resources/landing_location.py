@@ -5,39 +5,28 @@ e.g. ``s3://raw/events/dt={partition}/*.parquet``. ``{partition}`` is the Dagste
 and ``{<column>}`` a Paimon partition column's value; glob patterns (``*``, ``**``, ``?``) are
 expanded after the substitution. Paths are local, ``file://`` or any fsspec URL.
 
-Reading streams each file as record batches shaped to the table's Arrow schema. Memory is one
-block or row group plus one output batch of the file being read; files are opened one after
-the other, only when the previous one is exhausted. Anything the data gets wrong (a value that
-does not convert, a missing NOT NULL column, a file that does not parse) raises
-:class:`LandingError` naming the file, the column and the value; I/O failures (``OSError``) are
-left as they are, because retrying them may help and retrying bad data does not.
+Reading streams each file as record batches shaped to the table's Arrow schema
+(:mod:`resources.landed_files`, which refuses what is not data of the table).
 """
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 import logging
 import os
 import re
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from decimal import Decimal
 from types import MappingProxyType
-from typing import IO, Any
+from typing import Any
 
 import fsspec
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.csv as pcsv
-import pyarrow.json as pj
-import pyarrow.parquet as pq
 from fsspec.utils import infer_compression
 
-from paimon_core.errors import SchemaError
+from resources.landed_files import EXTRA_COLUMNS, FileToRead, LandingError, Reading, fill_scalars, read_files
 
 log = logging.getLogger(__name__)
 
@@ -45,27 +34,12 @@ FORMATS = ("parquet", "csv", "jsonl")
 # Name suffixes (after any compression suffix is removed) that tell a file's format.
 SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv",
             ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl"}
-# CSV and JSON are parsed in blocks of this many bytes: it bounds their memory per file, and a
-# single CSV row or JSON line must fit in one block.
-BLOCK_BYTES = 4 << 20
 # Protocols whose listings fsspec would cache per filesystem instance: a cached listing would hide
 # files that landed after the first look (as paimon_core.fileio does for the warehouse).
 OBJECT_STORE_PROTOCOLS = ("s3", "s3a", "gs", "gcs", "abfs", "az")
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _GLOB_CHARS = ("*", "?", "[")
-# A timestamp string that carries its own zone: a time of day followed by Z or a +hh[:mm] offset.
-_ZONED = r"\d:\d{2}(?::\d{2}(?:[.,]\d+)?)?\s*(?:[Zz]|[+-]\d{2}(?::?\d{2})?)$"
-_CONVERT_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
 _EMPTY: Mapping[str, str] = MappingProxyType({})
-_MAX_VALUE_CHARS = 120
-
-
-class LandingError(SchemaError):
-    """Landed files that cannot be found, parsed or shaped into the table schema, or a bad landing declaration.
-
-    The message names the table (where known), the file, the column and the offending value, so
-    the upstream delivery or the declaration can be fixed without reading the data.
-    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,13 +183,15 @@ class LandingLocation:
 
     def read(self, partition_key: str | None, schema: pa.Schema, *, table: str,
              values: Mapping[str, str] = _EMPTY, fill: Mapping[str, str] = _EMPTY,
-             only: Collection[str] | None = None) -> Iterator[pa.RecordBatch]:
+             only: Collection[str] | None = None, extra_columns: str = "refuse") -> Iterator[pa.RecordBatch]:
         """Stream every file of the partition (or the ``only`` paths of it) as batches shaped to ``schema``.
 
         Each batch has exactly ``schema``'s columns, in its order: a column the file lacks is null
-        (an error if the field is NOT NULL), columns the table does not know are not read, and
-        values are cast safely (no truncation or overflow). ``fill`` columns, the Paimon partition
-        columns, are set to their value in every row whatever the files hold.
+        (an error if the field is NOT NULL), columns the table does not know are refused (or,
+        with ``extra_columns="ignore"``, not read), and values are cast safely (no truncation or
+        overflow). ``fill`` columns, the Paimon partition columns, are set to their value in
+        every row whatever the files hold. An empty file, or a CSV file without a header row, is
+        refused: it is not a file of the table.
 
         The files are listed (and ``fill`` checked) when this is called; each file is opened only
         when the batches before it are consumed.
@@ -226,12 +202,19 @@ class LandingLocation:
             table: the table name, for messages.
             values: the template's ``{<column>}`` values.
             fill: column name -> value (as text, e.g. ``"2024-01-01"`` for a DATE column).
+            extra_columns: ``refuse`` or ``ignore`` columns the table does not have.
 
         Raises:
-            LandingError: no file matches; and, while iterating, a file that does not parse, a
-                missing NOT NULL column, a null in one, or a value that does not convert.
+            LandingError: no file matches; and, while iterating, an empty file, a file that does
+                not parse, a CSV file whose first row names none of the table's columns, a column
+                the table does not have (unless ignored), a missing NOT NULL column, a null in
+                one, or a value that does not convert.
         """
-        constants = _fill_scalars(schema, fill, table)
+        if extra_columns not in EXTRA_COLUMNS:
+            raise LandingError(f"table {table}: extra_columns {extra_columns!r} is not one of "
+                               f"{', '.join(EXTRA_COLUMNS)}")
+        reading = Reading(table=table, schema=schema, constants=fill_scalars(schema, fill, table),
+                          csv_delimiter=self.csv_delimiter, batch_size=self.batch_size, extra_columns=extra_columns)
         pattern = self.resolve(partition_key, values)
         fs, landed = self._list(pattern)
         if not landed:
@@ -243,8 +226,8 @@ class LandingLocation:
                 raise LandingError(f"landed file {gone[0]} of partition {partition_key} of table {table} is gone "
                                    "since the run planned; re-run the partition")
             landed = [f for f in landed if f.path in only]
-        formats = [self._format_of(f.path, table) for f in landed]  # a stray file fails before any row
-        return self._batches(fs, list(zip(landed, formats)), schema, constants, table)
+        files = [FileToRead(f.path, *self._format_of(f.path, table)) for f in landed]  # a stray file fails first
+        return read_files(fs, files, reading)
 
     # ------------------------------------------------------------------------------------------
     # listing
@@ -271,23 +254,6 @@ class LandingLocation:
     # reading
     # ------------------------------------------------------------------------------------------
 
-    def _batches(self, fs: fsspec.AbstractFileSystem, landed: list[tuple[LandedFile, tuple[str, str | None]]],
-                 schema: pa.Schema, constants: Mapping[str, pa.Scalar], table: str) -> Iterator[pa.RecordBatch]:
-        readers = {"parquet": self._parquet, "csv": self._csv, "jsonl": self._jsonl}
-        rows = 0
-        for landed_file, (fmt, compression) in landed:
-            source = _Source(table, landed_file.path)
-            with fsspec.core.OpenFile(fs, landed_file.path, "rb", compression=compression) as handle:
-                done = 0
-                for raw in _guarded(readers[fmt](handle, schema, constants, source), source, fmt):
-                    shaped = _shape(raw, schema, constants, source, first_row=done + 1)
-                    done += raw.num_rows
-                    for offset in range(0, shaped.num_rows, self.batch_size):
-                        yield shaped.slice(offset, self.batch_size)
-            log.debug("read %d rows from %s", done, landed_file.path)
-            rows += done
-        log.info("read %d rows from %d landed files of table %s", rows, len(landed), table)
-
     def _format_of(self, path: str, table: str) -> tuple[str, str | None]:
         if self.format is not None and self.format not in FORMATS:
             raise LandingError(f"table {table}: landing.format {self.format!r} is not one of {', '.join(FORMATS)}")
@@ -303,220 +269,6 @@ class LandingLocation:
             raise LandingError(f"table {table}: {path} is a {compression}-compressed Parquet file; Parquet is read "
                                "uncompressed (it compresses its own pages)")
         return fmt, compression
-
-    def _parquet(self, handle: IO[bytes], schema: pa.Schema, constants: Mapping[str, pa.Scalar],
-                 source: _Source) -> Iterator[pa.RecordBatch]:
-        with pq.ParquetFile(handle) as parquet:
-            wanted = _present(schema, constants, parquet.schema_arrow.names, source)
-            yield from parquet.iter_batches(batch_size=self.batch_size, columns=wanted)
-
-    def _csv(self, handle: IO[bytes], schema: pa.Schema, constants: Mapping[str, pa.Scalar],
-             source: _Source) -> Iterator[pa.RecordBatch]:
-        header = _csv_header(handle, self.csv_delimiter)
-        if header is None:  # an empty file: no header, no rows
-            return
-        source.header = header
-        wanted = _present(schema, constants, header, source)
-        types = {name: _reader_type(schema.field(name).type, "csv") for name in wanted}
-        # An unquoted empty field is null in every column, "" is the empty string; no other null marker
-        # (pyarrow's default list would turn the text "NA" or "null" of a STRING column into null).
-        convert = pcsv.ConvertOptions(column_types=types, include_columns=wanted or header[:1], null_values=[""],
-                                      strings_can_be_null=True, quoted_strings_can_be_null=False)
-        reader = pcsv.open_csv(handle, read_options=pcsv.ReadOptions(block_size=BLOCK_BYTES),
-                               parse_options=pcsv.ParseOptions(delimiter=self.csv_delimiter),
-                               convert_options=convert)
-        for batch in reader:
-            yield batch if wanted else batch.select([])
-
-    def _jsonl(self, handle: IO[bytes], schema: pa.Schema, constants: Mapping[str, pa.Scalar],
-               source: _Source) -> Iterator[pa.RecordBatch]:
-        if not handle.read(1):  # an empty file: no rows (pyarrow refuses an empty stream)
-            return
-        handle.seek(0)
-        fields = [pa.field(f.name, _reader_type(f.type, "jsonl")) for f in schema if f.name not in constants]
-        options = pj.ParseOptions(explicit_schema=pa.schema(fields), unexpected_field_behavior="ignore")
-        yield from pj.open_json(handle, read_options=pj.ReadOptions(block_size=BLOCK_BYTES), parse_options=options)
-
-
-@dataclass(slots=True)
-class _Source:
-    """The file being read, for messages; ``header`` maps CSV column numbers to names."""
-
-    table: str
-    path: str
-    header: list[str] | None = None
-
-    def __str__(self) -> str:
-        return f"table {self.table}: {self.path}"
-
-
-def _guarded(batches: Iterator[pa.RecordBatch], source: _Source, fmt: str) -> Iterator[pa.RecordBatch]:
-    """``batches`` with pyarrow's parse errors turned into LandingErrors naming the file and column."""
-    while True:
-        try:
-            batch = next(batches)
-        except StopIteration:
-            return
-        except _CONVERT_ERRORS as exc:
-            raise LandingError(f"{source}: {_parse_failure(str(exc), source, fmt)}") from None
-        yield batch
-
-
-def _parse_failure(message: str, source: _Source, fmt: str) -> str:
-    column = None
-    if fmt == "csv" and source.header and (m := re.search(r"CSV column #(\d+)", message)):
-        index = int(m.group(1))
-        column = source.header[index] if index < len(source.header) else None
-    elif fmt == "jsonl" and (m := re.search(r"Column\(/([^)]*)\)", message)):
-        column = m.group(1)
-    what = {"parquet": "not a readable Parquet file", "csv": "CSV cannot be parsed",
-            "jsonl": "JSON lines cannot be parsed"}[fmt]
-    return f"{what}" + (f" (column {column!r})" if column else "") + f": {message}"
-
-
-def _present(schema: pa.Schema, constants: Mapping[str, pa.Scalar], names: Sequence[str],
-             source: _Source) -> list[str]:
-    """The schema columns to read from a file with columns ``names``; a NOT NULL one it lacks is an error."""
-    have = set(names)
-    for f in schema:
-        if f.name not in constants and f.name not in have and not f.nullable:
-            raise LandingError(f"{source}: has no column {f.name!r}, which the table declares NOT NULL "
-                               f"(the file has {', '.join(names) or 'no columns'})")
-    return [f.name for f in schema if f.name not in constants and f.name in have]
-
-
-def _csv_header(handle: IO[bytes], delimiter: str) -> list[str] | None:
-    """The header row (None for an empty file); ``handle`` is rewound for pyarrow."""
-    text = io.TextIOWrapper(handle, encoding="utf-8-sig", newline="")
-    try:
-        header = next(csv.reader(text, delimiter=delimiter), None)
-    finally:
-        text.detach()
-    handle.seek(0)
-    return header
-
-
-def _reader_type(target: pa.DataType, fmt: str) -> pa.DataType:
-    """The type a CSV/JSON parser reads a column as, before the checked cast to ``target``.
-
-    Integers and floats are parsed wide and decimals with every digit the target allows before
-    the point, so narrowing and rounding are found by the cast, which names the value. Types a
-    parser cannot read from text (JSON dates and times, CSV zoned timestamps and nested types) are
-    read as strings.
-    """
-    if pa.types.is_integer(target):
-        return pa.uint64() if pa.types.is_unsigned_integer(target) else pa.int64()
-    if pa.types.is_floating(target):
-        return pa.float64()
-    if pa.types.is_decimal(target):
-        return pa.decimal128(38, 38 - (target.precision - target.scale))
-    if fmt == "jsonl" and (pa.types.is_date(target) or pa.types.is_time(target)):
-        return pa.string()
-    if fmt == "csv" and ((pa.types.is_timestamp(target) and target.tz is not None) or pa.types.is_nested(target)):
-        return pa.string()
-    return target
-
-
-def _fill_scalars(schema: pa.Schema, fill: Mapping[str, str], table: str) -> dict[str, pa.Scalar]:
-    constants = {}
-    for name, value in fill.items():
-        if name not in schema.names:
-            raise LandingError(f"table {table}: fill column {name!r} is not a column of the table "
-                               f"({', '.join(schema.names)})")
-        target = schema.field(name).type
-        try:
-            constants[name] = _convert(pa.array([value], pa.string()), target)[0]
-        except _CONVERT_ERRORS as exc:
-            raise LandingError(f"table {table}: partition value {value!r} of column {name!r} does not convert "
-                               f"to {target}: {exc}") from None
-    return constants
-
-
-def _shape(batch: pa.RecordBatch, schema: pa.Schema, constants: Mapping[str, pa.Scalar], source: _Source,
-           *, first_row: int) -> pa.RecordBatch:
-    """``batch`` as ``schema``: selected and ordered by name, cast safely, nulls checked, constants set."""
-    columns = []
-    for f in schema:
-        if f.name in constants:
-            columns.append(pa.repeat(constants[f.name], batch.num_rows))
-            continue
-        if f.name in batch.schema.names:
-            column = _checked_cast(batch.column(f.name), f, source, first_row)
-        else:
-            column = pa.nulls(batch.num_rows, f.type)
-        if not f.nullable and column.null_count:
-            row = first_row + pc.index(column.is_null(), True).as_py()
-            raise LandingError(f"{source}: column {f.name!r} is null or missing in row {row}, and the table "
-                               "declares it NOT NULL")
-        columns.append(column)
-    return pa.RecordBatch.from_arrays(columns, schema=schema)
-
-
-def _checked_cast(column: pa.Array, target: pa.Field, source: _Source, first_row: int) -> pa.Array:
-    """A safe cast, or a LandingError naming the file, the column and the first value that does not fit."""
-    if column.type == target.type:
-        return column
-    try:
-        return _convert(column, target.type)
-    except _CONVERT_ERRORS as exc:
-        index = _first_failure(column, lambda part: _convert(part, target.type))
-        if index is None:  # the types themselves do not cast
-            raise LandingError(f"{source}: column {target.name!r} has type {column.type}, which does not "
-                               f"convert to {target.type}: {exc}") from None
-        value = _shown(column[index].as_py())
-        raise LandingError(f"{source}: column {target.name!r} value {value} in row {first_row + index} does not "
-                           f"convert to {target.type}: {exc}") from None
-
-
-def _convert(column: pa.Array, target: pa.DataType) -> pa.Array:
-    """``pc.cast(safe=True)``, except that zoneless timestamp strings of a zoned column are taken as UTC."""
-    if pa.types.is_timestamp(target) and target.tz is not None and pa.types.is_string(column.type):
-        zoned = pc.match_substring_regex(column, _ZONED)
-        empty = pa.scalar(None, column.type)
-        with_zone = pc.cast(pc.if_else(zoned, column, empty), target)
-        naive = pc.cast(pc.if_else(zoned, empty, column), pa.timestamp(target.unit))
-        return pc.coalesce(with_zone, pc.cast(naive, target))
-    if pa.types.is_time(target) and pa.types.is_string(column.type):
-        moments = pc.binary_join_element_wise("1970-01-01T", column, "")
-        return pc.cast(pc.cast(moments, pa.timestamp("ns")), target)
-    return pc.cast(column, target, safe=True)
-
-
-def _first_failure(column: pa.Array, convert: Callable[[pa.Array], pa.Array]) -> int | None:
-    """Index of the first value ``convert`` refuses, halving the range: about two casts of the column.
-
-    None when ``convert`` refuses even an empty array (the types do not cast at all).
-    """
-
-    def fails(offset: int, length: int) -> bool:
-        try:
-            convert(column.slice(offset, length))
-        except _CONVERT_ERRORS:
-            return True
-        return False
-
-    if fails(0, 0):
-        return None
-    lo, hi = 0, len(column)  # a refused value lies in [lo, hi)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if fails(lo, mid - lo):
-            hi = mid
-        else:
-            lo = mid
-    return lo
-
-
-def _shown(value: object) -> str:
-    """A value for a message: text quoted (so blanks show), decimals without the reader's padding zeros."""
-    if isinstance(value, Decimal):
-        text = format(value, "f")
-        text = text.rstrip("0").rstrip(".") if "." in text else text
-    elif isinstance(value, str | bytes):
-        text = repr(value)
-    else:
-        text = str(value)
-    return text if len(text) <= _MAX_VALUE_CHARS else text[:_MAX_VALUE_CHARS] + "..."
 
 
 def _strip(fs: fsspec.AbstractFileSystem, url: str) -> str:

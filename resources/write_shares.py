@@ -17,7 +17,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import paimon_core as pc
-from resources.writes import COMMIT_IDENTIFIER, PaimonWrite, as_batches, check_write, count_kinds, with_partition
+from resources.writes import (
+    COMMIT_IDENTIFIER,
+    DEFAULT_POLICY,
+    InputPolicy,
+    PaimonWrite,
+    as_batches,
+    check_write,
+    count_kinds,
+    fit_columns,
+    refuse_empty_overwrite,
+    with_partition,
+)
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +47,7 @@ class WriteShare:
 
 
 def prepare_share(table: pc.Table, data: Any, *, mode: str, partition: Mapping[str, str], commit_user: str,
-                  index: int, count: int, sharded: bool) -> WriteShare:
+                  index: int, count: int, sharded: bool, policy: InputPolicy = DEFAULT_POLICY) -> WriteShare:
     """Write step ``index`` of ``count``'s rows into files, committing nothing.
 
     ``sharded``: the step sees the whole input and writes the buckets it owns (bucketed tables);
@@ -56,7 +67,7 @@ def prepare_share(table: pc.Table, data: Any, *, mode: str, partition: Mapping[s
     kinds: dict[str, int] = {}
     with table.new_write(overwrite=overwrite, shard=(index, count) if sharded else None) as writer:
         for batch in batches:
-            batch = with_partition(batch, table, partition)
+            batch = with_partition(fit_columns(batch, table, policy), table, partition)
             if counting and kind_column in batch.schema.names:
                 count_kinds(batch.column(kind_column), kinds)
             writer.write(batch)
@@ -68,9 +79,10 @@ def prepare_share(table: pc.Table, data: Any, *, mode: str, partition: Mapping[s
 
 
 def commit_shares(table: pc.Table, shares: Sequence[WriteShare], *, mode: str, partition: Mapping[str, str],
-                  commit_user: str, properties: Mapping[str, str] | None = None) -> PaimonWrite:
-    """Commit every step's share as one snapshot (an overwrite replaces the partition even when
-    the shares hold no rows), or find that commit landed."""
+                  commit_user: str, properties: Mapping[str, str] | None = None,
+                  policy: InputPolicy = DEFAULT_POLICY) -> PaimonWrite:
+    """Commit every step's share as one snapshot, or find that commit landed. An overwrite whose
+    shares hold no rows empties the partition only as :func:`resources.writes.write_partition`'s does."""
     check_write(table, mode, partition)
     landed = table.find_commit(commit_user, COMMIT_IDENTIFIER)
     if landed is not None:
@@ -85,6 +97,8 @@ def commit_shares(table: pc.Table, shares: Sequence[WriteShare], *, mode: str, p
                              "missing, or a step found the commit landed that this step does not see); re-run "
                              "the partition")
     overwrite: bool | dict[str, str] = dict(partition) if mode == "overwrite" else False
+    if overwrite is not False and not any(s.rows for s in shares) and not policy.allow_empty_partitions:
+        refuse_empty_overwrite(table, partition)
     outcome = table.commit([s.prepared for s in shares if s.prepared is not None], commit_user=commit_user,
                            commit_identifier=COMMIT_IDENTIFIER, overwrite=overwrite,
                            properties={**(properties or {}), "dagster.write_mode": mode,

@@ -27,10 +27,39 @@ from paimon_core.errors import OptionError, SchemaError, UnsupportedFeatureError
 log = logging.getLogger(__name__)
 
 WRITE_MODES = ("append", "overwrite", "upsert")
+EXTRA_COLUMNS = ("refuse", "ignore")
 # Each commit user writes one commit: the user already names the (root run, asset, partition).
 COMMIT_IDENTIFIER = 1
 ACCEPTED_TYPES = ("pyarrow Table, RecordBatch or RecordBatchReader, an iterable of RecordBatch or Table, "
                   "a pandas DataFrame, a polars DataFrame or LazyFrame")
+
+
+class EmptyOverwriteError(SchemaError):
+    """An overwrite with no rows of a partition that holds rows: it would empty the partition."""
+
+
+@dataclass(frozen=True, slots=True)
+class InputPolicy:
+    """What a table takes at its ingestion boundary, the same for every source (a function's
+    DataFrame, landed files, an asset's output).
+
+    Attributes:
+        extra_columns: ``refuse`` (the default) data with columns the table does not have, naming
+            them (upstream schema drift is noticed), or ``ignore`` them (they are dropped).
+        allow_empty_partitions: an overwrite with no rows may empty a partition that holds rows
+            (a day without events is real for this table); otherwise it fails, nothing written
+            (an empty export, a source that failed quietly).
+    """
+
+    extra_columns: str = "refuse"
+    allow_empty_partitions: bool = False
+
+    def __post_init__(self) -> None:
+        if self.extra_columns not in EXTRA_COLUMNS:
+            raise OptionError(f"extra_columns {self.extra_columns!r} is not one of {', '.join(EXTRA_COLUMNS)}")
+
+
+DEFAULT_POLICY = InputPolicy()
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +197,30 @@ def _type_name(data: Any) -> str:
     return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
 
 
+def fit_columns(batch: pa.RecordBatch, table: pc.Table, policy: InputPolicy) -> pa.RecordBatch:
+    """``batch`` without columns the table does not have, when the policy ignores them.
+
+    Raises:
+        SchemaError: the batch has such columns and the policy refuses them (naming them).
+    """
+    names = table.schema.field_names
+    extra = [name for name in batch.schema.names if name not in names]
+    if not extra:
+        return batch
+    if policy.extra_columns == "ignore":
+        return batch.select([name for name in batch.schema.names if name in names])
+    raise SchemaError(f"table {table.name}: the data has column(s) {extra} that the table does not have (its "
+                      f"columns: {', '.join(names)}); add them to the table, fix the source, or declare the "
+                      "table's ingestion with extra_columns: ignore to drop them")
+
+
+def partition_rows(table: pc.Table, partition: Mapping[str, str]) -> int:
+    """Rows the latest snapshot's files hold in ``partition`` (the whole table for ``{}``), from
+    the manifests alone (for primary-key tables: stored versions, deletes included)."""
+    spec = [(column, "=", value) for column, value in partition.items()]
+    return sum(split.row_count for split in table.plan(filter=spec or None))
+
+
 # ---- partition values --------------------------------------------------------------------
 
 
@@ -226,15 +279,16 @@ def check_write(table: pc.Table, mode: str, partition: Mapping[str, str]) -> pc.
 
 def write_partition(table: pc.Table, data: Any, *, mode: str, partition: Mapping[str, str],
                     commit_user: str, properties: Mapping[str, str] | None = None,
-                    commit_every_rows: int = 0) -> PaimonWrite:
+                    commit_every_rows: int = 0, policy: InputPolicy = DEFAULT_POLICY) -> PaimonWrite:
     """Write ``data`` into ``partition`` of ``table``, unless that commit landed.
 
     Args:
         data: anything :func:`as_batches` accepts; streamed batch by batch into the writer.
         mode: ``append`` adds the rows (an APPEND snapshot); ``overwrite`` replaces exactly
-            ``partition`` (the whole table when ``partition`` is empty), and commits even with
-            no rows, which empties it; ``upsert`` writes the rows of a primary-key table with
-            the row kind of its ``rowkind.field`` column, else +I.
+            ``partition`` (the whole table when ``partition`` is empty); with no rows it empties
+            the partition only when ``policy`` allows it or the partition holds no rows;
+            ``upsert`` writes the rows of a primary-key table with the row kind of its
+            ``rowkind.field`` column, else +I.
         partition: the Paimon partition values being written (``{}`` for the whole table).
             Rows lacking a partition column get it from here.
         commit_user: unique per (root run, asset, partition): see :func:`commit_user_for`.
@@ -243,10 +297,14 @@ def write_partition(table: pc.Table, data: Any, *, mode: str, partition: Mapping
             streaming sink commits at each checkpoint; 0 writes one commit. A call retried after
             some commits landed skips their rows and goes on with the next one. Only for
             ``append`` and ``upsert``: an overwrite must replace the partition in one commit.
+        policy: extra columns and empty overwrites (:class:`InputPolicy`).
 
     Raises:
-        SchemaError: the data is of an unsupported type, does not fit the table, or has rows
-            outside ``partition``; nothing is committed (in chunked writes: nothing more).
+        SchemaError: the data is of an unsupported type, does not fit the table (columns the
+            table does not have, unless the policy ignores them), or has rows outside
+            ``partition``; nothing is committed (in chunked writes: nothing more).
+        EmptyOverwriteError: an overwrite without rows of a partition holding rows, which the
+            policy does not allow; nothing is committed.
         UnsupportedFeatureError: ``upsert`` into a table without a primary key.
         OptionError: an unknown ``mode``, or chunks of an overwrite.
     """
@@ -273,12 +331,14 @@ def write_partition(table: pc.Table, data: Any, *, mode: str, partition: Mapping
                              overwrite=overwrite,
                              properties={**(properties or {}), "dagster.write_mode": mode}) as writer:
             while current is not None and current[0] == chunk:
-                batch = with_partition(current[1], table, partition)
+                batch = with_partition(fit_columns(current[1], table, policy), table, partition)
                 if kind_column and kind_column in batch.schema.names:
                     count_kinds(batch.column(kind_column), kinds)
                 writer.write(batch)
                 current = next(pieces, None)
             last = current is None
+            if overwrite is not False and writer.rows_written == 0 and not policy.allow_empty_partitions:
+                refuse_empty_overwrite(table, partition)
             progress = {CHUNK_PROPERTY: str(chunk), FINAL_PROPERTY: str(last).lower()} if commit_every_rows else None
             committed = writer.commit(properties=progress)
             rows += writer.rows_written
@@ -293,6 +353,17 @@ def write_partition(table: pc.Table, data: Any, *, mode: str, partition: Mapping
              dict(partition) or "the table", commits, snapshot_id)
     return PaimonWrite(table=table.name, snapshot_id=snapshot_id, rows_written=rows, partition=dict(partition),
                        mode=mode, reused=done > 0, commits=commits, kinds=kinds)
+
+
+def refuse_empty_overwrite(table: pc.Table, partition: Mapping[str, str]) -> None:
+    """Raise EmptyOverwriteError when ``partition`` holds rows (an empty one stays empty: fine)."""
+    held = partition_rows(table, partition)
+    if held:
+        where = f"partition {dict(partition)}" if partition else "the whole table"
+        raise EmptyOverwriteError(
+            f"table {table.name}: the overwrite of {where} has no rows, but it holds {held} row(s) now, so the "
+            "write would empty it; nothing was written. If the source really has no rows for it, declare the "
+            "table's ingestion with allow_empty_partitions: true; otherwise fix the source and run it again")
 
 
 CHUNK_PROPERTY = "dagster.chunk"

@@ -6,6 +6,7 @@ Real tables in ``tmp_path``, real Dagster runs (``dg.materialize``, ``dg.execute
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -201,15 +202,49 @@ def test_overwrite_replaces_only_its_partition(io: dict[str, Any], catalog: pc.C
     assert [s.commit_kind for s in catalog.get_table("db.events").snapshots()] == ["OVERWRITE"] * 3
 
 
-def test_overwrite_with_no_rows_empties_the_partition(io: dict[str, Any], catalog: pc.Catalog) -> None:
+def test_overwrite_with_no_rows_of_a_partition_holding_rows_is_refused(io: dict[str, Any],
+                                                                     catalog: pc.Catalog) -> None:
     materialize([events_asset(lambda: rows([1, 2], dt=None))], io, partition=DAY)
     materialize([events_asset(lambda: rows([3], dt=None))], io, partition=OTHER_DAY)
+    table = catalog.get_table("db.events")
+    before = (table.latest_snapshot().id, table_rows(catalog, "db.events"))  # type: ignore[union-attr]
 
-    result = materialize([events_asset(EVENTS.empty_table)], io, partition=DAY)
+    result = materialize([events_asset(EVENTS.empty_table)], io, partition=DAY, raise_on_error=False)
+
+    assert not result.success
+    assert re.search(r"the overwrite of partition \{'dt': '2024-01-02'\} has no rows, but it holds 2 row\(s\) "
+                     r"now, so the write would empty it; nothing was written.*allow_empty_partitions: true",
+                     failure(result))
+    assert (table.latest_snapshot().id, table_rows(catalog, "db.events")) == before  # type: ignore[union-attr]
+    assert len(result.get_step_failure_events()) == 1, "refused once, not retried"
+
+
+def test_overwrite_with_no_rows_empties_the_partition_when_allowed(io: dict[str, Any], catalog: pc.Catalog) -> None:
+    materialize([events_asset(lambda: rows([1, 2], dt=None))], io, partition=DAY)
+    materialize([events_asset(lambda: rows([3], dt=None))], io, partition=OTHER_DAY)
+    allowed = {"paimon/allow_empty_partitions": True}
+
+    result = materialize([events_asset(EVENTS.empty_table, extra=allowed)], io, partition=DAY)
 
     assert table_rows(catalog, "db.events") == rows([3], dt=OTHER_DAY).to_pylist()
     assert output_metadata(result)["dagster/partition_row_count"] == 0
     assert len(catalog.get_table("db.events").snapshots()) == 3
+    third_day = "2024-01-04"  # a partition without rows may always be overwritten with none
+    assert materialize([events_asset(EVENTS.empty_table)], io, partition=third_day).success
+
+
+def test_extra_columns_are_refused_or_ignored_as_declared(io: dict[str, Any], catalog: pc.Catalog) -> None:
+    def drifted() -> pa.Table:
+        data = rows([1, 2], dt=None)
+        return data.append_column("temperature", pa.array([20.5, 21.0]))
+
+    result = materialize([events_asset(drifted)], io, raise_on_error=False)
+    assert re.search(r"the data has column\(s\) \['temperature'\] that the table does not have .*extra_columns: "
+                     "ignore", failure(result))
+    assert catalog.get_table("db.events").latest_snapshot() is None
+
+    materialize([events_asset(drifted, extra={"paimon/extra_columns": "ignore"})], io)
+    assert [r["id"] for r in table_rows(catalog, "db.events")] == [1, 2]
 
 
 def test_append_adds_to_the_partition(io: dict[str, Any], catalog: pc.Catalog) -> None:

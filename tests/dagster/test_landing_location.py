@@ -41,9 +41,10 @@ EXPECTED = [
 
 
 def read_rows(location: LandingLocation, partition: str | None = DAY, *, schema: pa.Schema = SCHEMA,
-              fill: dict[str, str] | None = None, values: dict[str, str] | None = None) -> list[dict[str, object]]:
+              fill: dict[str, str] | None = None, values: dict[str, str] | None = None,
+              extra_columns: str = "refuse") -> list[dict[str, object]]:
     batches = list(location.read(partition, schema, table="db.events", fill={"dt": DAY} if fill is None else fill,
-                                 values=values or {}))
+                                 values=values or {}, extra_columns=extra_columns))
     assert all(b.schema == schema for b in batches)
     return pa.Table.from_batches(batches, schema=schema).to_pylist()
 
@@ -95,13 +96,17 @@ def test_each_format_reads_into_the_schema(tmp_path: Path, name: str) -> None:
     else:
         write_text(target, CSV_TEXT if ".csv" in name else JSON_TEXT)
     location = LandingLocation(f"{tmp_path}/events/dt={{partition}}/*")
-    assert read_rows(location) == EXPECTED, "cast, ordered, extra columns dropped, dt filled, note null"
+    with pytest.raises(LandingError, match=rf"{name}: has column\(s\) \['unknown'\] that table db.events does "
+                                           "not have .*extra_columns: ignore"):
+        read_rows(location)
+    assert read_rows(location, extra_columns="ignore") == EXPECTED, \
+        "cast, ordered, extra columns dropped, dt filled, note null"
 
 
 def test_explicit_format_and_delimiter(tmp_path: Path) -> None:
     write_text(tmp_path / DAY / "export.txt", CSV_TEXT.replace(",", ";"))
     location = LandingLocation(f"{tmp_path}/{{partition}}/*.txt", format="csv", csv_delimiter=";")
-    assert read_rows(location) == EXPECTED
+    assert read_rows(location, extra_columns="ignore") == EXPECTED
 
 
 def test_csv_empty_fields_are_null_and_quoted_empty_strings_are_not(tmp_path: Path) -> None:
@@ -200,7 +205,7 @@ def test_fill_overrides_and_is_checked(tmp_path: Path) -> None:
     write_parquet(tmp_path / DAY / "a.parquet", parquet_rows())
     location = LandingLocation(f"{tmp_path}/{{partition}}/*")
     schema = pa.schema([*[f for f in SCHEMA if f.name != "dt"], pa.field("dt", pa.date32(), nullable=False)])
-    assert {r["dt"] for r in read_rows(location, schema=schema)} == {dt.date(2024, 1, 1)}
+    assert {r["dt"] for r in read_rows(location, schema=schema, extra_columns="ignore")} == {dt.date(2024, 1, 1)}
     with pytest.raises(LandingError, match=r"partition value 'Monday' of column 'dt'"):
         location.read(DAY, schema, table="db.events", fill={"dt": "Monday"})
     with pytest.raises(LandingError, match=r"fill column 'region' is not a column"):
@@ -257,12 +262,60 @@ def test_a_file_of_unknown_format_fails_before_any_row(tmp_path: Path) -> None:
         LandingLocation(f"{tmp_path}/{{partition}}/*").read(DAY, SCHEMA, table="db.events")
 
 
-def test_empty_files_have_no_rows(tmp_path: Path) -> None:
+def test_files_without_rows_have_no_rows(tmp_path: Path) -> None:
     write_parquet(tmp_path / DAY / "a.parquet", pa.table({"id": [1]}))
-    for name in ("b.csv", "c.jsonl", "d.csv.gz"):
-        write_text(tmp_path / DAY / name, "")
+    write_parquet(tmp_path / DAY / "b.parquet", pa.table({"id": pa.array([], pa.int64())}))
     write_text(tmp_path / DAY / "e.csv", "id,name\n")
+    write_text(tmp_path / DAY / "f.csv.gz", "id,name\n")
     assert [r["id"] for r in read_rows(LandingLocation(f"{tmp_path}/{{partition}}/*"))] == [1]
+
+
+@pytest.mark.parametrize("name", ["b.csv", "c.jsonl", "d.csv.gz", "e.parquet", "f.ndjson.gz"])
+def test_an_empty_file_is_not_a_file_of_the_table(tmp_path: Path, name: str) -> None:
+    """0 bytes (an upload that died): not even a CSV header, so refused naming the file."""
+    write_parquet(tmp_path / DAY / "a.parquet", pa.table({"id": [1]}))
+    path = tmp_path / DAY / name
+    path.write_bytes(gzip.compress(b"") if name.endswith(".gz") else b"")
+    with pytest.raises(LandingError, match=rf"{name}: the file is empty \(0 bytes\), so it is not a .* file of "
+                                           "this table .*replace it with the complete file, or remove it"):
+        read_rows(LandingLocation(f"{tmp_path}/{{partition}}/*"))
+
+
+def test_a_csv_file_without_a_header_row_is_refused(tmp_path: Path) -> None:
+    write_text(tmp_path / DAY / "a.csv", "7,seven,1.5\n8,eight,2\n")
+    with pytest.raises(LandingError, match=r"a.csv: its first row \['7', 'seven', '1.5'\] names none of the "
+                                           "table's columns .*a file without a header row"):
+        read_rows(LandingLocation(f"{tmp_path}/{{partition}}/*"))
+    with pytest.raises(LandingError, match="names none of the table's columns"):  # whatever the policy
+        read_rows(LandingLocation(f"{tmp_path}/{{partition}}/*"), extra_columns="ignore")
+    write_text(tmp_path / DAY / "a.csv", "id,name,id\n1,a,2\n")
+    with pytest.raises(LandingError, match=r"the header names column\(s\) \['id'\] more than once"):
+        read_rows(LandingLocation(f"{tmp_path}/{{partition}}/*"))
+
+
+@pytest.mark.parametrize("name", ["a.csv", "a.jsonl", "a.parquet"])
+def test_a_truncated_file_is_refused(tmp_path: Path, name: str) -> None:
+    """An upload cut mid-row (or, for Parquet, before its footer) does not parse."""
+    path = tmp_path / DAY / name
+    if name.endswith(".parquet"):
+        write_parquet(path, pa.table({"id": list(range(1000)), "name": [str(i) for i in range(1000)]}))
+    else:
+        write_text(path, "id,name\n1,one\n2,two\n" if name.endswith(".csv") else
+                   '{"id": 1, "name": "one"}\n{"id": 2, "name": "two"}\n')
+    data = path.read_bytes()
+    path.write_bytes(data[:len(data) * 2 // 3])
+    with pytest.raises(LandingError, match=rf"{name}: (.*cannot be parsed|not a readable Parquet file|the file "
+                                           "does not end with a line break)"):
+        read_rows(LandingLocation(f"{tmp_path}/{{partition}}/*"))
+
+
+def test_extra_json_fields_are_named_even_when_they_do_not_parse(tmp_path: Path) -> None:
+    write_text(tmp_path / DAY / "a.jsonl", '{"id": 1, "t": 1}\n{"id": 2, "t": "warm"}\n')
+    with pytest.raises(LandingError, match=r"a.jsonl: has (column\(s\) \['t'\]|field 't'), which|a.jsonl: has "
+                                           r"column\(s\) \['t'\] that"):
+        read_rows(LandingLocation(f"{tmp_path}/{{partition}}/*"))
+    assert [r["id"] for r in read_rows(LandingLocation(f"{tmp_path}/{{partition}}/*"), extra_columns="ignore")] \
+        == [1, 2]
 
 
 def test_fingerprint_changes_with_the_files_only(tmp_path: Path) -> None:
@@ -342,7 +395,26 @@ def test_s3_listing_fingerprint_and_read(s3_servers: dict[str, S3Server]) -> Non
     assert [f.path for f in files] == [f"{store.warehouse}/landing/dt={DAY}/a.csv.gz"]
     assert files[0].modified, "the object's ETag"
     before = location.fingerprint(DAY)
-    assert read_rows(location) == EXPECTED
+    assert read_rows(location, extra_columns="ignore") == EXPECTED
     store.write(f"landing/dt={DAY}/b.jsonl", JSON_TEXT.encode())
     assert location.fingerprint(DAY) != before, "a new object is seen (no cached listing)"
-    assert read_rows(location) == EXPECTED * 2
+    assert read_rows(location, extra_columns="ignore") == EXPECTED * 2
+
+
+@pytest.mark.parametrize("name", ["a.csv", "a.jsonl", "a.csv.gz"])
+def test_a_text_file_cut_inside_its_last_row_is_refused(tmp_path: Path, name: str) -> None:
+    """A CSV cut inside a value parses; only its missing final line break tells it was cut."""
+    text = "id,name\n1,one\n2,tw" if ".csv" in name else '{"id": 1, "name": "one"}\n{"id": 2, "name": "tw"}'
+    write_text(tmp_path / DAY / name, text)
+    with pytest.raises(LandingError, match=rf"{name}: the file does not end with a line break"):
+        read_rows(LandingLocation(f"{tmp_path}/{{partition}}/*"))
+    write_text(tmp_path / DAY / name, text + "\n")
+    assert [r["id"] for r in read_rows(LandingLocation(f"{tmp_path}/{{partition}}/*"))] == [1, 2]
+
+
+def test_a_cut_compressed_file_is_refused(tmp_path: Path) -> None:
+    data = gzip.compress(("id,name\n" + "".join(f"{i},name {i}\n" for i in range(2000))).encode())
+    (tmp_path / DAY).mkdir()
+    (tmp_path / DAY / "a.csv.gz").write_bytes(data[:len(data) // 2])
+    with pytest.raises(LandingError, match="a.csv.gz: the compressed stream is cut short or damaged"):
+        read_rows(LandingLocation(f"{tmp_path}/{{partition}}/*"))
