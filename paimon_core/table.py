@@ -538,6 +538,14 @@ class Table:
         Paimon's ``incremental-between`` (start, end]: rows with a ``_row_kind`` column first
         (``+I``, ``-U``, ``+U``, ``-D``), in commit order. ``start_snapshot`` defaults to before
         the earliest snapshot, ``end_snapshot`` to the latest.
+
+        The rows depend on ``changelog-producer``. ``lookup`` and ``full-compaction`` give merged
+        rows with ``-U`` before-images; ``input`` the rows as written (before-images only where
+        the writers wrote them); ``none`` each commit's merged delta files, without
+        before-images. For partial-update, aggregation and first-row tables, ``none`` and
+        ``input`` give the rows *as written* (partial rows, addends, repeated keys), not merged
+        rows: this is logged as a warning naming the table, and
+        :func:`paimon_core.change_feed_problem` says it before anything is read.
         """
         context = self.context()
         reader = self._change_reader(context, columns, filter)
@@ -547,7 +555,8 @@ class Table:
 
     def iter_changes(self, start_snapshot: int | None = None, end_snapshot: int | None = None, *,
                      columns: Sequence[str] | None = None, filter: Any = None) -> Iterator[ChangeBatch]:
-        """:meth:`read_changes` one snapshot at a time (snapshots without changes are skipped)."""
+        """:meth:`read_changes` one snapshot at a time (snapshots without changes are skipped);
+        the rows are what :meth:`read_changes` says they are for the table's producer."""
         context = self.context()
         return self._changes_between(context, start_snapshot, end_snapshot,
                                      self._change_reader(context, columns, filter))
@@ -578,7 +587,10 @@ class Table:
         new changes), ``from-snapshot`` / ``from-snapshot-full`` (``snapshot_id``),
         ``from-timestamp`` (``timestamp_ms``). A ``consumer_id`` with saved progress resumes
         there instead and saves progress as batches are handled. ``poll_interval_s`` defaults to
-        ``continuous.discovery-interval``; ``until_latest`` stops once caught up.
+        ``continuous.discovery-interval``; ``until_latest`` stops once caught up. The change rows
+        are what :meth:`read_changes` says they are for the table's producer (rows as written
+        for partial-update, aggregation and first-row tables without a lookup or
+        full-compaction producer, with a logged warning).
         """
         context = self.context()
         reader = self._change_reader(context, columns, filter)

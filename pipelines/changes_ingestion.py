@@ -22,6 +22,7 @@ from paimon_core import ROW_KIND
 from paimon_core.errors import DatabaseNotFoundError, TableNotFoundError
 from pipelines.changelog import CHANGE_KINDS, Consumption, consume, pending_changes
 from pipelines.spec import PaimonTableSpec
+from pipelines.spec_checks import change_source_problem, typo_of, unknown_source
 from pipelines.target import TABLE_TAG
 from resources import PaimonCatalogResource, PaimonWrite
 from resources.metadata import plottable, write_metadata
@@ -48,16 +49,31 @@ def consumer_user(consumer_id: str) -> str:
     return f"paimon-dagster-consumer-{consumer_id}"
 
 
-def changes_unusable(source: pc.Table) -> str | None:
-    """Why the source's changes cannot feed a consumer that keeps sums, or None.
+def source_problem(spec: PaimonTableSpec, catalog: PaimonCatalogResource) -> tuple[pc.Table | None, str | None]:
+    """The consumer's source table and why it cannot feed the consumer (the words the load-time
+    check uses for a source declared beside it), or ``(table, None)``; ``(None, reason)`` when the
+    source does not exist (with the nearest existing name when it looks like a typo)."""
+    ingestion = spec.ingestion
+    assert ingestion is not None and ingestion.changes_of is not None
+    name = ingestion.changes_of
+    try:
+        source = catalog.table(name)
+    except (DatabaseNotFoundError, TableNotFoundError):
+        known = existing_tables(catalog.catalog())
+        if typo_of(name, known) is not None:
+            return None, unknown_source(spec.table, name, known)
+        return None, f"table {spec.table}: its source {name} does not exist yet"
+    return source, change_source_problem(spec.table, name, primary_key=bool(source.schema.primary_keys),
+                                         options=source.options, columns=source.schema.field_names,
+                                         change_columns=ingestion.change_columns)
 
-    Without a changelog producer a primary-key table's changes are its merged delta files:
-    updates arrive without their before-image, so a consumer cannot take the old value away.
-    """
-    if source.schema.primary_keys and source.options.changelog_producer == "none":
-        return (f"{source.name} has changelog-producer none: its changes carry no before-images (-U); set "
-                "changelog-producer (input, lookup or full-compaction) on it")
-    return None
+
+def existing_tables(catalog: pc.Catalog) -> list[str]:
+    """Every ``db.table`` of the warehouse (for a did-you-mean); none before the warehouse exists."""
+    try:
+        return [f"{db}.{name}" for db in catalog.list_databases() for name in catalog.list_tables(db)]
+    except DatabaseNotFoundError:  # also the warehouse's WarehouseNotFoundError
+        return []
 
 
 def preview_table(preview: pa.Table | None) -> dg.MetadataValue:
@@ -103,14 +119,9 @@ def consume_changes(context: dg.AssetExecutionContext, spec: PaimonTableSpec, ca
     assert ingestion is not None and ingestion.changes_of is not None
     transform = ingestion.resolved_function(spec.table)
     assert transform is not None
-    try:
-        source = catalog.table(ingestion.changes_of)
-    except (DatabaseNotFoundError, TableNotFoundError):
-        raise dg.Failure(description=f"{spec.table}: its source {ingestion.changes_of} does not exist yet",
-                         allow_retries=False) from None
-    reason = changes_unusable(source)
-    if reason is not None:
-        raise dg.Failure(description=f"{spec.table}: {reason}", allow_retries=False)
+    source, reason = source_problem(spec, catalog)
+    if reason is not None or source is None:
+        raise dg.Failure(description=reason, allow_retries=False)
     consumer_id = consumer_id_of(spec)
     done = consume(source, target, consumer_id=consumer_id, commit_user=consumer_user(consumer_id),
                    transform=transform, columns=list(ingestion.change_columns) or None, preview_rows=PREVIEW_ROWS)
@@ -147,12 +158,8 @@ def changes_sensor(spec: PaimonTableSpec, job_name: str, *, interval_seconds: in
                f"{consumer_id} has not read; reads snapshot metadata only.")
     def _sensor(context: dg.SensorEvaluationContext,
                 paimon_catalog: PaimonCatalogResource) -> dg.RunRequest | dg.SkipReason:
-        try:
-            source = paimon_catalog.table(source_name)
-        except (DatabaseNotFoundError, TableNotFoundError):
-            return dg.SkipReason(f"{source_name} does not exist yet")
-        reason = changes_unusable(source)
-        if reason is not None:
+        source, reason = source_problem(spec, paimon_catalog)
+        if reason is not None or source is None:
             return dg.SkipReason(reason)
         pending = pending_changes(source, consumer_id)
         if pending.latest is None:

@@ -20,6 +20,7 @@ import pyarrow as pa
 import paimon_core as pc
 from paimon_core.errors import PaimonError, TableDefinitionError
 from pipelines.spec_checks import (
+    check_change_feeds,
     check_checks,
     check_compaction,
     check_ingestion,
@@ -387,7 +388,8 @@ def sample_keys(definition: dg.TimeWindowPartitionsDefinition, count: int = 48) 
 
 
 def check_unique(specs: Sequence[PaimonTableSpec]) -> None:
-    """Two specs of one table, or of one asset key, would fight over the same files or events."""
+    """Two specs of one table, or of one asset key, would fight over the same files or events;
+    and a changes consumer must be able to use its source (:func:`check_change_feeds`)."""
     for attribute in ("table", "asset_key", "name"):
         seen: dict[Any, str] = {}
         for spec in specs:
@@ -396,4 +398,5 @@ def check_unique(specs: Sequence[PaimonTableSpec]) -> None:
                 raise TableDefinitionError(f"tables {seen[value]} and {spec.table} share the {attribute} {value!r}; "
                                            "declare each table once")
             seen[value] = spec.table
+    check_change_feeds(specs)
 

@@ -7,6 +7,7 @@ when the spec is built, so a bad declaration fails when the definitions load.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import dagster as dg
@@ -31,6 +32,72 @@ SLICE_PARAMETER = "ingest_slice"
 
 def fail(table: str, field_name: str, problem: str) -> TableDefinitionError:
     return TableDefinitionError(f"table {table}: {field_name}: {problem}")
+
+
+def change_source_problem(consumer: str, source: str, *, primary_key: bool, options: pc.TableOptions,
+                          columns: Sequence[str], change_columns: Sequence[str]) -> str | None:
+    """Why ``source`` cannot feed the changes consumer ``consumer``, naming both tables, or None.
+
+    The same words whether the source is declared beside the consumer (checked when definitions
+    load) or elsewhere (checked at the consumer's first run).
+    """
+    problem = pc.change_feed_problem(primary_key=primary_key, merge_engine=options.merge_engine,
+                                     producer=options.changelog_producer)
+    if problem is not None:
+        return f"table {consumer}: ingestion.changes_of: its source {source} has {problem}"
+    unknown = [c for c in change_columns if c not in columns]
+    if unknown:
+        return (f"table {consumer}: ingestion.change_columns: {unknown} are not columns of its source {source} "
+                f"({', '.join(columns)})")
+    return None
+
+
+def typo_of(name: str, known: Sequence[str]) -> str | None:
+    """The known name ``name`` is a typo of: at most two letters added, dropped or changed."""
+    near = [(edit_distance(name, other), other) for other in known if other != name]
+    best = min(near, default=None)
+    return best[1] if best is not None and best[0] <= 2 else None
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance (letters inserted, deleted or substituted)."""
+    previous = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        current = [i]
+        for j, y in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y)))
+        previous = current
+    return previous[-1]
+
+
+def unknown_source(consumer: str, source: str, known: Sequence[str]) -> str:
+    """The message for a ``changes_of`` naming no table, with the nearest known name."""
+    near = typo_of(source, known)
+    hint = f"; did you mean {near}?" if near else f" (tables: {', '.join(sorted(known)) or 'none'})"
+    return f"table {consumer}: ingestion.changes_of: there is no table {source}{hint}"
+
+
+def check_change_feeds(specs: Sequence[PaimonTableSpec]) -> None:
+    """Consumers of tables declared in the same definitions: the source exists, its changes are
+    merged rows with before-images, and ``change_columns`` are its columns. A source nobody here
+    declares (written by another code location or engine) is checked at the consumer's first run,
+    unless its name is a letter or two away from a declared table's (a typo)."""
+    declared = {spec.table: spec for spec in specs}
+    for spec in specs:
+        ingestion = spec.ingestion
+        if ingestion is None or ingestion.changes_of is None:
+            continue
+        source = declared.get(ingestion.changes_of)
+        if source is None:
+            if typo_of(ingestion.changes_of, list(declared)) is not None:
+                raise TableDefinitionError(unknown_source(spec.table, ingestion.changes_of, list(declared)))
+            continue
+        problem = change_source_problem(spec.table, source.table, primary_key=bool(source.primary_key),
+                                        options=pc.TableOptions.from_map(source.table_options(), table=source.table),
+                                        columns=[c.name for c in source.column_list],
+                                        change_columns=ingestion.change_columns)
+        if problem is not None:
+            raise TableDefinitionError(problem)
 
 
 def check_checks(spec: PaimonTableSpec) -> None:

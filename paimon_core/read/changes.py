@@ -34,19 +34,49 @@ KIND_NAMES = ("+I", "-U", "+U", "-D")
 _KIND_ARRAY = pa.array(KIND_NAMES, pa.string())
 
 
+_AS_WRITTEN = {"partial-update": "partial rows as written, not the merged rows",
+               "aggregation": "the addends as written, not the aggregated rows",
+               "first-row": "every row as written, repeated keys included, not the first row of each key"}
+
+
+def change_feed_problem(*, primary_key: bool, merge_engine: str, producer: str) -> str | None:
+    """Why a table's change reads are not merged rows with ``-U`` before-images, or None.
+
+    A consumer that keeps running aggregates (a sum per status) needs both: without a changelog
+    producer a primary-key table's changes are its merged delta files (an update arrives as
+    ``+I``/``+U`` without the row it replaces); with ``input``, those of partial-update,
+    aggregation and first-row tables are the rows as written. Append tables (inserts only) and
+    the ``lookup`` and ``full-compaction`` producers give merged changes with before-images;
+    ``input`` on deduplicate tables gives the before-images its writers wrote.
+    """
+    if not primary_key or producer in ("lookup", "full-compaction"):
+        return None
+    if producer == "none":
+        fix = ("'lookup' or 'full-compaction' (or 'input' if its writers write -U rows)"
+               if merge_engine == "deduplicate" else "'lookup' or 'full-compaction'")
+        what = "the rows each commit wrote" if merge_engine == "deduplicate" else _AS_WRITTEN[merge_engine]
+        engine = "" if merge_engine == "deduplicate" else f" with merge-engine {merge_engine}"
+        return (f"changelog-producer none{engine}: its changes are {what}, without -U before-images, so a "
+                f"consumer cannot take an old value away; set 'changelog-producer' to {fix}")
+    if merge_engine == "deduplicate":
+        return None
+    return (f"changelog-producer input with merge-engine {merge_engine}: its changes are {_AS_WRITTEN[merge_engine]}, "
+            "without -U before-images of the merged rows; set 'changelog-producer' to 'lookup' or "
+            "'full-compaction' for a changelog of merged rows")
+
+
 def warn_if_changes_are_inputs(schema: TableSchema, options: TableOptions, table: str) -> None:
     """Log when the changes read are the written inputs, not merged changes.
 
-    Without a changelog producer the delta files of partial-update and aggregation tables hold
-    partial rows and partial sums, and those of first-row tables repeat keys that already
-    exist. Java's streaming and incremental scans return those rows as they are (only Flink's
-    source refuses such tables): so do we, and say what they are.
+    Java's streaming and incremental scans return such rows as they are (only Flink's source
+    refuses tables without a producer): so do we, and say what they are.
     """
-    if not schema.primary_keys or options.changelog_producer != "none" or options.merge_engine == "deduplicate":
+    primary_key = bool(schema.primary_keys)
+    if not primary_key or options.merge_engine == "deduplicate" or options.changelog_producer not in ("none", "input"):
         return
-    log.warning("table %s uses merge-engine %s with changelog-producer none: its changes are the rows as "
-                "written, not the merged changes; set changelog-producer to lookup or full-compaction "
-                "(ALTER TABLE ... SET) for a changelog of merged rows", table, options.merge_engine)
+    problem = change_feed_problem(primary_key=primary_key, merge_engine=options.merge_engine,
+                                  producer=options.changelog_producer)
+    log.warning("table %s: %s", table, problem)
 
 
 def carries_changes(snapshot: Snapshot, *, primary_key: bool, producer: str) -> bool:

@@ -563,7 +563,7 @@ def test_revenue_sensor_requests_a_run_when_changes_wait(
     def tick(cursor: str | None = None) -> Any:
         return sensor_tick(demo_defs, instance, catalog, name=REVENUE_SENSOR, cursor=cursor)
 
-    assert tick().skip_message == f"{ORDERS_TABLE} does not exist yet"
+    assert f"its source {ORDERS_TABLE} does not exist yet" in tick().skip_message
     plain = create_orders(catalog, **{"changelog-producer": "none"})
     plain.write(synthetic_cdc(DAY, orders=ORDERS))
     assert "changelog-producer none" in tick().skip_message

@@ -105,6 +105,20 @@ def test_producer_none_reads_append_deltas_and_skips_compactions(catalog: pc.Cat
         ("+U", 1, "a2"), ("-D", 2, None)]  # merged per commit, no before-image
 
 
+def test_input_changes_of_a_partial_update_table_are_the_rows_as_written(
+        catalog: pc.Catalog, caplog: pytest.LogCaptureFixture) -> None:
+    """No -U before-images of merged rows: a consumer is told, in a warning naming the table."""
+    table = catalog.create_table("db.pu", schema=SCHEMA, primary_keys=["id"],
+                                 options={"bucket": "1", "merge-engine": "partial-update", "changelog-producer": "input"})
+    table.write(pa.table({"id": [1], "v": ["a"], "rk": ["x"]}, schema=SCHEMA))
+    table.write(pa.table({"id": [1], "v": [None], "rk": ["y"]}, schema=SCHEMA))
+    with caplog.at_level(logging.WARNING, logger="paimon_core"):
+        changes = table.read_changes()
+    assert [(r["_row_kind"], r["v"], r["rk"]) for r in changes.to_pylist()] == [("+I", "a", "x"), ("+I", None, "y")]
+    assert any("changelog-producer input with merge-engine partial-update: its changes are partial rows as "
+               "written" in r.getMessage() and "db.pu" in r.getMessage() for r in caplog.records)
+
+
 @pytest.mark.parametrize("engine", ["partial-update", "aggregation", "first-row"])
 def test_changes_of_non_deduplicate_tables_without_producer_are_their_inputs(
         catalog: pc.Catalog, engine: str, caplog: pytest.LogCaptureFixture) -> None:
@@ -117,12 +131,13 @@ def test_changes_of_non_deduplicate_tables_without_producer_are_their_inputs(
         changes = table.read_changes()
     assert sorted((r["_row_kind"], r["id"], r["v"] or "") for r in changes.to_pylist()) == [
         ("+I", 1, ""), ("+I", 1, "a"), ("+I", 2, "")]  # the inputs, not the merged rows
-    assert any("not the merged changes" in r.getMessage() and engine in r.getMessage() for r in caplog.records)
+    assert any("as written" in r.getMessage() and engine in r.getMessage() and table.name in r.getMessage()
+               for r in caplog.records)
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="paimon_core"):
         streamed = list(table.stream("from-snapshot", snapshot_id=1, until_latest=True, poll_interval_s=0))
     assert [b.data.num_rows for b in streamed] == [2, 1]
-    assert any("not the merged changes" in r.getMessage() for r in caplog.records)
+    assert any("as written" in r.getMessage() for r in caplog.records)
 
 
 def test_append_table_changes_are_the_appended_rows(catalog: pc.Catalog) -> None:
