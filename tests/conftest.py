@@ -25,6 +25,12 @@ DIRECTORY_MARKERS = {"interop": "interop", "torture": "torture", "ui": "live"}
 S3_FIXTURES = {"s3_servers", "s3_store"}
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--read-shapes", choices=("quick", "deep"), default="quick",
+                     help="depth of the read-shape matrix (tests/integration/test_read_shapes.py): quick in "
+                          "make test, deep for hundreds of workloads per merge engine")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Restore SIGINT's default where the suite was started with it ignored (from a background
     job of a script): every process the tests start inherits the ignore, Dagster maps SIGTERM to

@@ -108,8 +108,8 @@ def test_producer_none_reads_append_deltas_and_skips_compactions(catalog: pc.Cat
 def test_input_changes_of_a_partial_update_table_are_the_rows_as_written(
         catalog: pc.Catalog, caplog: pytest.LogCaptureFixture) -> None:
     """No -U before-images of merged rows: a consumer is told, in a warning naming the table."""
-    table = catalog.create_table("db.pu", schema=SCHEMA, primary_keys=["id"],
-                                 options={"bucket": "1", "merge-engine": "partial-update", "changelog-producer": "input"})
+    options = {"bucket": "1", "merge-engine": "partial-update", "changelog-producer": "input"}
+    table = catalog.create_table("db.pu", schema=SCHEMA, primary_keys=["id"], options=options)
     table.write(pa.table({"id": [1], "v": ["a"], "rk": ["x"]}, schema=SCHEMA))
     table.write(pa.table({"id": [1], "v": [None], "rk": ["y"]}, schema=SCHEMA))
     with caplog.at_level(logging.WARNING, logger="paimon_core"):
