@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from paimon_core.catalog import Catalog, validate_table
+from paimon_core.commit_ledger import CommitRecord
 from paimon_core.compaction.compactor import BucketCompaction, BucketTotals, CompactionResult
 from paimon_core.compaction.state import BucketState, LsmState
 from paimon_core.consumer import Consumer
@@ -50,6 +51,7 @@ __all__ = [
     "ChangeBatch",
     "ChangeStream",
     "CommitOutcome",
+    "CommitRecord",
     "CompactionResult",
     "Consumer",
     "DataSplit",

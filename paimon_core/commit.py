@@ -15,11 +15,12 @@ import math
 import random
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from paimon_core.binary_row import deserialize_with_arity
+from paimon_core.commit_ledger import CommitLedger, CommitRecord, matching
 from paimon_core.errors import (
     CommitConflictError,
     CommitStateUnknownError,
@@ -106,33 +107,39 @@ class FileStoreCommit:
 
     def find_committed(self, commit_identifier: int, kind: str | None = None,
                        *, after: int = 0) -> int | None:
-        """Id of a snapshot by this commit user with this identifier (newer than ``after``).
+        """Id of a snapshot by this commit user with this identifier (newer than ``after``);
+        see :meth:`find_record`."""
+        record = self.find_record(commit_identifier, None if kind is None else (kind,), after=after)
+        return None if record is None else record.snapshot_id
 
-        Scans back from the latest snapshot until this user's newest snapshot: identifiers of
-        one user only grow, so an older snapshot of the user cannot match.
+    def find_record(self, commit_identifier: int, kinds: Collection[str] | None = None,
+                    *, after: int = 0) -> CommitRecord | None:
+        """The commit by this commit user with this identifier (of one of ``kinds``), or its
+        newest one when that has a larger identifier (identifiers of a user only grow, so the
+        asked one landed before it); None when it did not land.
+
+        Scans back from the latest snapshot until this user's newest snapshot; when every
+        retained snapshot is older than ``after`` or not the user's, the commit ledger, where
+        expiry recorded the user's newest commit before deleting its snapshots, answers (not
+        when ``after`` is given: those commits are newer than a snapshot that exists).
         """
+        return matching(self._user_records(after), commit_identifier, kinds)
+
+    def _user_records(self, after: int) -> Iterator[CommitRecord]:
+        """This user's commits, newest first: retained snapshots, then (see :meth:`find_record`) the ledger."""
         latest = self.snapshots.latest_id()
         earliest = self.snapshots.earliest_id()
         if latest is None or earliest is None:
-            return None
+            return
         for snapshot_id in range(latest, max(after, earliest - 1), -1):
             try:
                 snapshot = self.snapshots.snapshot(snapshot_id)
             except SnapshotNotFoundError:
                 continue
-            if snapshot.commit_user != self.commit_user:
-                continue
-            if commit_identifier != BATCH_COMMIT_IDENTIFIER and snapshot.commit_identifier == BATCH_COMMIT_IDENTIFIER:
-                continue  # a batch commit (a compaction under this user) says nothing about identifiers
-            if snapshot.commit_identifier == commit_identifier:
-                if kind in (None, snapshot.commit_kind):
-                    return snapshot.id
-                continue  # the same commit's other snapshot (APPEND and COMPACT share it)
-            if commit_identifier != BATCH_COMMIT_IDENTIFIER and snapshot.commit_identifier > commit_identifier:
-                return snapshot.id
-            if commit_identifier != BATCH_COMMIT_IDENTIFIER:
-                return None
-        return None
+            if snapshot.commit_user == self.commit_user:
+                yield CommitRecord.of(snapshot)
+        if after == 0 and earliest > 1:
+            yield from CommitLedger(self.file_io, self.paths, table=self.table).newest(self.commit_user)
 
     # ---- commit ----------------------------------------------------------------------------
 

@@ -155,6 +155,10 @@ class TablePaths:
     def consumer_file(self, consumer_id: str) -> str:
         return f"{self.consumer_dir}/consumer-{consumer_id}"
 
+    @property
+    def commit_ledger_dir(self) -> str:
+        return f"{self.root}/commit-ledger"
+
     def bucket_dir(self, partition: str, bucket: int) -> str:
         base = f"{self.root}/{partition}" if partition else self.root
         return f"{base}/bucket-{bucket}"

@@ -6,7 +6,7 @@ import contextlib
 import datetime as dt
 import logging
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_core.commit import FileStoreCommit, new_commit_user
+from paimon_core.commit_ledger import CommitRecord
 from paimon_core.compaction.compactor import CompactionResult, PartitionSpec, TableCompactor
 from paimon_core.compaction.state import LsmState
 from paimon_core.consumer import Consumer, ConsumerStore
@@ -344,10 +345,20 @@ class Table:
 
         Lets a retried job skip producing data that is already committed.
         """
+        record = self.find_commit_record(commit_user, commit_identifier)
+        return None if record is None else record.snapshot_id
+
+    def find_commit_record(self, commit_user: str, commit_identifier: int,
+                           kinds: Collection[str] | None = None) -> CommitRecord | None:
+        """The earlier commit (user, identifier) of one of ``kinds`` (default any), if it landed:
+        its snapshot id, kind and properties, or the user's newest commit when that has a larger
+        identifier. Commits whose snapshots expired are found in the commit ledger
+        (:mod:`paimon_core.commit_ledger`; ``expired`` is then True), so a job retried after
+        expiry still knows what it wrote."""
         context = self.context()
         committer = FileStoreCommit(self.file_io, self.paths, context.schema, context.options,
                                     table=self.name, commit_user=commit_user)
-        return committer.find_committed(commit_identifier)
+        return committer.find_record(commit_identifier, kinds)
 
     def new_write(self, *, commit_user: str | None = None, commit_identifier: int | None = None,
                   overwrite: OverwriteArg = False, properties: Mapping[str, str] | None = None,

@@ -4,8 +4,10 @@ The asset's step creates the table when it does not exist yet (atomic in paimon_
 racing to create it agree), gets the partition's data (the spec's function, or the landing
 location's files for the partition) and writes it with the spec's mode in one commit whose
 user names the root run, the asset and the partition: a retried step, or a re-execution from
-failure, finds that commit instead of writing the rows again. The step carries the table's
-pool, so at most one writer of a table runs at a time however it was launched (asset page,
+failure, finds that commit instead of writing the rows again, however long ago it landed (the
+table's commit ledger outlives expiry). A new run of a partition whose earlier run died in the
+middle of a chunked write resumes that write (:mod:`pipelines.resumption`). The step carries
+the table's pool, so at most one writer of a table runs at a time however it was launched (asset page,
 backfill, job, schedule, sensor, ``dg.materialize``): ``dagster.yaml`` gives every pool one slot.
 """
 
@@ -29,6 +31,7 @@ from pipelines.data_checks import data_check
 from pipelines.executors import executor_named
 from pipelines.lsm import lsm_metadata
 from pipelines.maintenance_checks import ORPHANS_CHECK
+from pipelines.resumption import earlier_runs, to_resume
 from pipelines.spec import PaimonTableSpec
 from pipelines.target import TABLE_METADATA_KEY, TABLE_TAG, TARGET_METADATA_KEY, TableTarget
 from resources import PaimonCatalogResource, PaimonWrite, commit_user_for, write_metadata, write_partition
@@ -193,7 +196,10 @@ def ingest(context: dg.AssetExecutionContext, spec: PaimonTableSpec, produce: Ca
     user = commit_user_for(run.root_run_id or run.run_id, asset, partition_key)
     with permanent_failures(spec.table):
         table = ensure_table(catalog, spec)
-        _, _, landed = landed_commits(table, user)
+        done, _, landed = landed_commits(table, user)
+        if not done and spec.ingestion.commit_every_rows:
+            user = resumed_user(context, table, asset, partition_key) or user
+            _, _, landed = landed_commits(table, user)
         data = [] if landed else produce(table, values)
         receipt = write_partition(table, data, mode=mode, partition=values, commit_user=user,
                                   properties=snapshot_properties(run_id=run.run_id, asset_key=asset,
@@ -201,6 +207,26 @@ def ingest(context: dg.AssetExecutionContext, spec: PaimonTableSpec, produce: Ca
                                   commit_every_rows=spec.ingestion.commit_every_rows,
                                   policy=spec.ingestion.input_policy())
     return receipt_output(context, spec, table, values, receipt)
+
+
+def resumed_user(context: dg.AssetExecutionContext, table: pc.Table, asset: str,
+                 partition_key: str | None) -> str | None:
+    """The commit user of a dead run's unfinished chunked write of this partition, which this run
+    takes over (see :mod:`pipelines.resumption`), or None."""
+
+    def progress(root: str) -> tuple[int, bool]:
+        done, _, final = landed_commits(table, commit_user_for(root, asset, partition_key))
+        return done, final
+
+    runs = earlier_runs(context.instance, current=context.run, asset_key=context.asset_key,
+                        partition_key=partition_key)
+    found = to_resume(runs, progress)
+    if found is None:
+        return None
+    root, done = found
+    context.log.info(f"{table.name}: run {root} of {partition_key or 'the table'} died after {done} chunk(s) of "
+                     "its write; resuming it (the chunks that landed are not written again)")
+    return commit_user_for(root, asset, partition_key)
 
 
 def receipt_output(context: dg.OpExecutionContext | dg.AssetExecutionContext, spec: PaimonTableSpec, table: pc.Table,

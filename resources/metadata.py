@@ -8,6 +8,7 @@ from typing import Any
 import dagster as dg
 
 import paimon_core as pc
+from paimon_core.errors import SnapshotNotFoundError
 
 
 def column_schema(schema: pc.TableSchema) -> dg.TableSchema:
@@ -77,6 +78,7 @@ def write_metadata(table: pc.Table, *, snapshot_id: int | None, partition: Mappi
                    rows_written: int) -> dict[str, Any]:
     """Metadata for one partition write, read back from the snapshot the write produced.
 
+    A commit found again whose snapshot has expired since is counted at the latest snapshot.
     Counting from the snapshot's manifests (pruned to the partition) rather than trusting the
     writer proves what readers will see, and costs no data-file reads. Primary-key tables are
     the exception: their files keep superseded versions and retractions, so the manifests give
@@ -86,7 +88,11 @@ def write_metadata(table: pc.Table, *, snapshot_id: int | None, partition: Mappi
     says which); the whole table's
     live count would need a merged read of everything, so ``dagster/row_count`` is left out.
     """
-    snapshot = table.snapshot(snapshot_id) if snapshot_id is not None else table.latest_snapshot()
+    expired = False
+    try:
+        snapshot = table.snapshot(snapshot_id) if snapshot_id is not None else table.latest_snapshot()
+    except SnapshotNotFoundError:  # a reused commit whose snapshot expired since: the table as it is now
+        snapshot, expired = table.latest_snapshot(), True
     splits = table.plan(filter=partition_filter(partition),
                         snapshot_id=snapshot.id) if snapshot is not None else []
     stored = snapshot.total_record_count if snapshot is not None else 0
@@ -95,8 +101,11 @@ def write_metadata(table: pc.Table, *, snapshot_id: int | None, partition: Mappi
         "paimon/ingest/rows_written": rows_written,
         "paimon/ingest/files": sum(len(split.files) for split in splits),
         # Text, not a number: an id is worth reading, not plotting.
-        "paimon/ingest/snapshot_id": str(snapshot.id) if snapshot is not None else "-",
-        "paimon/ingest/commit_kind": snapshot.commit_kind if snapshot is not None else "NONE",
+        "paimon/ingest/snapshot_id": (f"{snapshot_id} (expired; counted at snapshot "
+                                      f"{snapshot.id if snapshot is not None else '-'})" if expired else
+                                      str(snapshot.id) if snapshot is not None else "-"),
+        "paimon/ingest/commit_kind": ("EXPIRED" if expired else
+                                      snapshot.commit_kind if snapshot is not None else "NONE"),
         "dagster/row_count": stored,
         "dagster/partition_row_count": in_partition,
         "dagster/table_name": table.name,

@@ -374,22 +374,22 @@ def landed_commits(table: pc.Table, commit_user: str) -> tuple[int, int | None, 
     """How many commits of ``commit_user`` landed, the newest one's snapshot, and whether it was
     the final one of its write.
 
-    ``find_commit`` returns the user's newest snapshot once any of its identifiers landed; a
-    COMPACT snapshot that followed a write shares its identifier, so the APPEND (or OVERWRITE)
+    The table is asked for the user's newest commit, found in its snapshots or, once they
+    expired, in its commit ledger (so a re-execution long after still finds what its root run
+    wrote). A COMPACT that followed a write shares its identifier, so the APPEND (or OVERWRITE)
     before it carries the properties.
     """
-    landed = table.find_commit(commit_user, COMMIT_IDENTIFIER)
-    if landed is None:
+    newest = table.find_commit_record(commit_user, COMMIT_IDENTIFIER)
+    if newest is None:
         return 0, None, False
-    snapshot = table.snapshot(landed)
-    newest = landed
-    while snapshot.commit_kind == "COMPACT" and snapshot.id > 1:
-        previous = table.snapshot(snapshot.id - 1)
-        if previous.commit_user != commit_user or previous.commit_identifier != snapshot.commit_identifier:
-            break
-        snapshot = previous
-    final = (snapshot.properties or {}).get(FINAL_PROPERTY, "true") == "true"
-    return snapshot.commit_identifier - COMMIT_IDENTIFIER + 1, newest, final
+    data = newest
+    if newest.commit_kind == "COMPACT":
+        data = table.find_commit_record(commit_user, newest.commit_identifier, kinds=DATA_KINDS) or newest
+    final = data.properties.get(FINAL_PROPERTY, "true") == "true"
+    return newest.commit_identifier - COMMIT_IDENTIFIER + 1, newest.snapshot_id, final
+
+
+DATA_KINDS = ("APPEND", "OVERWRITE")
 
 
 def chunked(batches: Iterable[pa.RecordBatch], rows_per_chunk: int) -> Iterator[tuple[int, pa.RecordBatch]]:

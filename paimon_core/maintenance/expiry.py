@@ -9,6 +9,8 @@ never reused, and a file is live over a contiguous range of snapshots, so nothin
 reach it either). Changelog files go with their snapshot, tagged or not: as in Java, a tag keeps
 its snapshot's data, not its changelog.
 
+Before anything is deleted, each commit user's newest expiring commit is recorded in the commit
+ledger (:mod:`paimon_core.commit_ledger`), so exactly-once retries outlive the snapshots.
 Deletion order: the snapshot files oldest first and the ``EARLIEST`` hint (and expired
 long-lived changelogs), then data, changelog and index files, then manifests and manifest lists.
 So no snapshot that still exists ever misses a file, even if the expiry is killed half-way: a
@@ -25,6 +27,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from paimon_core.commit_ledger import CommitLedger
 from paimon_core.consumer import Consumer
 from paimon_core.errors import FileIOError, OptionError, UnsupportedFeatureError
 from paimon_core.maintenance.reachable import SNAPSHOT, TAG, References, manifest_lists
@@ -268,6 +271,9 @@ class SnapshotExpiry:
             return replace(plan, dry_run=False)
         for snapshot_id in plan.changelogs_kept:  # before the snapshot goes: a stream never misses it
             self.changelogs.publish(self.store.snapshot(snapshot_id))
+        # Before the snapshots go: a writer retrying a commit they held must still find it.
+        CommitLedger(self.file_io, self.paths, table=self.table.name).record_expiring(
+            self._snapshot(i) for i in plan.snapshots)
         total, deleted = len(plan.snapshots) + len(plan.changelogs_expired) + plan.files, 0
         for snapshot_id in plan.snapshots:
             self._delete(self.paths.snapshot_file(snapshot_id))

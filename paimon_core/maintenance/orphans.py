@@ -34,7 +34,8 @@ DAY_MS = 24 * 3600 * 1000
 # candidate unless the caller forces it (Paimon's default window is a day).
 SAFE_FLOOR_MS = 3600 * 1000
 _METADATA_DIRS = ("manifest", "index", "statistics")
-_NOT_DATA = {"schema", "snapshot", "manifest", "index", "statistics", "tag", "consumer", "changelog", "branch"}
+_NOT_DATA = {"schema", "snapshot", "manifest", "index", "statistics", "tag", "consumer", "changelog", "branch",
+             "commit-ledger"}
 _SNAPSHOT_FILES = re.compile(r"^(snapshot-\d+|changelog-\d+|EARLIEST|LATEST)$")
 
 

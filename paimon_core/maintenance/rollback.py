@@ -14,6 +14,7 @@ import logging
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from paimon_core.commit_ledger import CommitLedger
 from paimon_core.errors import CommitConflictError
 from paimon_core.snapshot import epoch_ms
 
@@ -80,6 +81,7 @@ def rollback_to(table: TableContext, target: int | str | dt.datetime) -> Rollbac
     store.write_latest_hint(snapshot.id)
     if restored is not None:  # every snapshot left was newer than the tag: the table starts at it
         store.write_earliest_hint(snapshot.id)
+        CommitLedger(table.file_io, table.paths, table=table.name).forget_after(snapshot.id)
     if store.exists(snapshot.id + 1):
         raise CommitConflictError(f"a commit to table {table.name} landed as snapshot {snapshot.id + 1} during the "
                                   f"rollback to snapshot {snapshot.id}; stop its writers and roll back again",

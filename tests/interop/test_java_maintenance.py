@@ -132,3 +132,30 @@ def test_partitions_marked_done_read_the_same_on_both_sides(tmp_path: Path, java
     assert java_oracle.run(tmp_path, [{"op": "success_file", "table": "db.t",
                                        "partition": {"dt": "2024-01-01", "hr": "2"}}]) == [
         {"creationTime": by_java.creation_time, "modificationTime": again.files[0].modification_time}]
+
+
+def test_java_reads_and_expires_a_table_whose_commit_ledger_we_keep(tmp_path: Path, java_oracle: JavaOracle) -> None:
+    """Our expiry records each writer's newest expiring commit in commit-ledger/, a directory
+    Paimon does not know: Java reads every snapshot and tag beside it, expires on, and the
+    record is still there for a retry of that writer."""
+    catalog = pc.Catalog(str(tmp_path))
+    catalog.create_database("db")
+    table = catalog.create_table("db.t", schema=SCHEMA, primary_keys=["id"], options={"bucket": "2",
+                                                                                     "rowkind.field": "rk"})
+    for identifier, batch in enumerate(BATCHES[:4], start=1):
+        with table.new_write(commit_user="job-1", commit_identifier=identifier) as writer:
+            writer.write(batch)
+            writer.commit()
+    table.create_tag("mid")
+    for batch in BATCHES[4:6]:
+        table.write(batch)
+    table.expire_snapshots(dry_run=False, older_than=now_ms(), retain_min=2, retain_max=2)
+    assert all(s.commit_user != "job-1" for s in table.snapshots())
+    found = table.find_commit_record("job-1", 4)
+    assert found is not None and found.expired
+    assert (Path(table.path.removeprefix("file://")) / "commit-ledger").is_dir()
+    assert_reads_match(table, java_oracle, tmp_path)
+    java_oracle.run(tmp_path, [{"op": "write", "table": "db.t", "data": java_oracle.save(BATCHES[6])},
+                               {"op": "expire", "table": "db.t", "retain_min": 1, "retain_max": 1}])
+    assert_reads_match(table, java_oracle, tmp_path)
+    assert table.find_commit("job-1", 4) == found.snapshot_id
