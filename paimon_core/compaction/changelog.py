@@ -124,6 +124,9 @@ class CompactionChangelog(MergeEngine):
         self.compare_columns = compare_columns
         self.changes: list[pa.Table] = []
 
+    def refusal(self, kinds: np.ndarray) -> str | None:
+        return self.inner.refusal(kinds)
+
     def take_changes(self) -> list[pa.Table]:
         changes, self.changes = self.changes, []
         return changes

@@ -71,6 +71,11 @@ class Aggregation(MergeEngine):
         return (f"aggregate functions of columns {refusing} in table {self.table} cannot retract -U/-D "
                 "rows; set 'fields.<column>.ignore-retract' = 'true' or 'ignore-delete' = 'true'")
 
+    def refusal(self, kinds: np.ndarray) -> str | None:
+        """-U rows, and -D rows unless they reset the row (remove-record-on-delete), retract."""
+        retracting = (kinds == UPDATE_BEFORE) | ((kinds == DELETE) & ~self.remove_on_delete)
+        return self.retraction_problem() if retracting.any() else None
+
     def merge_groups(self, table: pa.Table, groups: Groups) -> tuple[pa.Table, np.ndarray]:
         kinds = kinds_of(table)
         retract = is_retract(kinds)
@@ -86,11 +91,9 @@ class Aggregation(MergeEngine):
         context = FoldContext(groups=groups, row_group=row_group, base=base,
                               adds=~retract & after_base, retracts=retract & after_base,
                               adds_before_base=~retract & ~after_base)
-        retracting = (kinds == UPDATE_BEFORE) | ((kinds == DELETE) & ~self.remove_on_delete)
-        if retracting.any():
-            problem = self.retraction_problem()
-            if problem is not None:
-                raise RowKindError(problem)
+        problem = self.refusal(kinds)
+        if problem is not None:
+            raise RowKindError(problem)
         columns = [self.aggregators[f.name].fold(table.column(f.name), context) for f in self.schema.fields]
         sequence = np.asarray(table.column(SEQUENCE_NUMBER).to_numpy(zero_copy_only=False))
         seq = sequence[groups.ends - 1]

@@ -24,6 +24,11 @@ class MergeEngine:
     # project after the merge.
     combines_fields = False
 
+    def refusal(self, kinds: np.ndarray) -> str | None:
+        """Why rows of these kinds cannot be written to a table of this engine (retractions it
+        cannot merge), or None. Writers ask before anything is written."""
+        return None
+
     def merge(self, table: pa.Table, groups: Groups) -> pa.Table:
         """One row per surviving key of ``table`` (sorted in merge order, grouped by key)."""
         return self.merge_indexed(table, groups)[0]

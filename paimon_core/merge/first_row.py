@@ -23,6 +23,9 @@ class FirstRow(MergeEngine):
     def __init__(self, *, ignore_delete: bool = False) -> None:
         self.ignore_delete = ignore_delete
 
+    def refusal(self, kinds: np.ndarray) -> str | None:
+        return RETRACT_REFUSED if is_retract(kinds).any() else None
+
     def merge_groups(self, table: pa.Table, groups: Groups) -> tuple[pa.Table, np.ndarray]:
         retract = is_retract(kinds_of(table))
         if retract.any() and not self.ignore_delete:

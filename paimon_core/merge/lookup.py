@@ -69,6 +69,9 @@ class LookupMerge(MergeEngine):
         self.name = inner.name
         self.combines_fields = inner.combines_fields
 
+    def refusal(self, kinds: np.ndarray) -> str | None:
+        return self.inner.refusal(kinds)
+
     def merge_unsorted(self, table: pa.Table, order: pa.Array, keys: list[str]) -> pa.Table:
         if LEVEL not in table.column_names:
             return self.inner.merge_unsorted(table, order, keys)

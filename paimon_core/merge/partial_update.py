@@ -90,6 +90,9 @@ class PartialUpdate(MergeEngine):
     def accepts_retractions(self) -> bool:
         return self.ignore_delete or self.remove_on_delete or bool(self.groups)
 
+    def refusal(self, kinds: np.ndarray) -> str | None:
+        return DELETE_REFUSED if not self.accepts_retractions() and is_retract(kinds).any() else None
+
     def merge_groups(self, table: pa.Table, groups: Groups) -> tuple[pa.Table, np.ndarray]:
         kinds = kinds_of(table)
         retract = is_retract(kinds)

@@ -17,13 +17,10 @@ import pyarrow.compute as pc
 from paimon_core.commit import IndexUpdate
 from paimon_core.errors import RowKindError, SchemaError
 from paimon_core.fileio import FileIO
-from paimon_core.keyvalue import DELETE, INSERT, ROW_KINDS, UPDATE_BEFORE, is_retract, parse_row_kind
+from paimon_core.keyvalue import INSERT, ROW_KINDS, UPDATE_BEFORE, is_retract, parse_row_kind
 from paimon_core.layout import TablePaths
 from paimon_core.manifest import IndexManifestEntry
 from paimon_core.merge import engine_for
-from paimon_core.merge.aggregation import Aggregation
-from paimon_core.merge.first_row import RETRACT_REFUSED, FirstRow
-from paimon_core.merge.partial_update import DELETE_REFUSED, PartialUpdate
 from paimon_core.options import TableOptions
 from paimon_core.schema import TableSchema
 from paimon_core.write.dynamic_bucket import DynamicBucketAssigner
@@ -100,18 +97,9 @@ class PrimaryKeySink:
         self.writer.write(data, kinds)
 
     def _check_retractions(self, kinds: np.ndarray) -> None:
-        retract = is_retract(kinds)
-        if not retract.any():
-            return
-        engine = self.engine
-        problem = None
-        if isinstance(engine, FirstRow):
-            problem = RETRACT_REFUSED
-        elif isinstance(engine, PartialUpdate) and not engine.accepts_retractions():
-            problem = DELETE_REFUSED
-        elif isinstance(engine, Aggregation):
-            retracting = (kinds == UPDATE_BEFORE) | ((kinds == DELETE) & ~engine.remove_on_delete)
-            problem = engine.retraction_problem() if retracting.any() else None
+        """Retractions the table's engine cannot merge are refused before anything is written
+        (whatever wraps the engine: lookup changelog tables merge through LookupMerge)."""
+        problem = self.engine.refusal(kinds)
         if problem is not None:
             raise RowKindError(f"table {self.table}: {problem}")
 

@@ -172,6 +172,11 @@ def test_key_filters_prune_files(catalog: pc.Catalog) -> None:
     ({"merge-engine": "partial-update"}, "-D", "partial-update"),
     ({"merge-engine": "first-row"}, "-D", "first-row"),
     ({"merge-engine": "aggregation", "fields.amount.aggregate-function": "max"}, "-U", "'amount'"),
+    # lookup changelog wraps the engine (LookupMerge): the refusal must still come from it
+    ({"merge-engine": "partial-update", "changelog-producer": "lookup"}, "-U", "partial-update"),
+    ({"merge-engine": "aggregation", "fields.amount.aggregate-function": "max", "changelog-producer": "lookup"},
+     "-D", "'amount'"),
+    ({"merge-engine": "first-row", "changelog-producer": "lookup"}, "-D", "first-row"),
 ])
 def test_retractions_a_merge_engine_refuses_write_nothing(catalog: pc.Catalog, options: dict[str, str],
                                                           kind: str, text: str) -> None:
