@@ -449,19 +449,26 @@ def _decimal_sum_step(precision: int, scale: int) -> Callable[[Any, Any, bool], 
 
 
 def _product_step(data_type: AtomicType) -> Callable[[Any, Any, bool], Any]:
+    """Paimon's ``FieldProductAgg``: a null on either side gives the other value (a retraction
+    too); a retraction divides, as Java does: IEEE division for FLOAT and DOUBLE (0 gives an
+    infinity or NaN), integer division toward zero, and a zero divisor of an integer or decimal
+    is refused (Java throws)."""
     floating = data_type.root in ("FLOAT", "DOUBLE")
 
     def step(acc: Any, value: Any, retract: bool) -> Any:
         if acc is None or value is None:
-            return acc if retract or value is None else value
+            return value if acc is None else acc
         if not retract:
             if isinstance(acc, decimal.Decimal):
                 return _fit_decimal(acc * value, data_type.precision, data_type.scale)
             return acc * value
+        if floating:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return float(np.divide(np.float64(acc), np.float64(value)))
+        if value == 0:
+            raise AggregationOverflowError(f"product: retracting {value} from {acc} divides by zero")
         if isinstance(acc, decimal.Decimal):
             return _fit_decimal(acc / value, data_type.precision, data_type.scale)
-        if floating:
-            return acc / value
         quotient = abs(acc) // abs(value)
         return quotient if (acc < 0) == (value < 0) else -quotient
 

@@ -76,6 +76,9 @@ class PartialUpdate(MergeEngine):
         self.ignore_delete = options.ignore_delete
         self.remove_on_delete = options.partial_update_remove_record_on_delete
         self.groups = sequence_groups(schema, options, table=table)
+        if self.remove_on_delete and self.groups:  # Java's factory refuses the table (it could not read it)
+            raise OptionError(f"table {table}: sequence groups and 'partial-update.remove-record-on-delete' "
+                              "conflict (a -D either retracts its groups or removes the row); set only one")
         if options.raw.get("partial-update.remove-record-on-sequence-group"):
             raise UnsupportedFeatureError(
                 f"table {table}: 'partial-update.remove-record-on-sequence-group' is not supported")

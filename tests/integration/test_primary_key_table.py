@@ -278,3 +278,11 @@ def test_projections_of_lookup_changelog_tables_merge_whole_rows(catalog: pc.Cat
     warehouse = catalog.warehouse.removeprefix("file://")
     assert main(["--warehouse", warehouse, "read", "db.t", "--columns", "k", "--format", "json"]) == 0
     assert '"a"' in capsys.readouterr().out
+
+
+def test_sequence_groups_with_remove_record_on_delete_are_refused_as_java_refuses_them(catalog: pc.Catalog) -> None:
+    """Java Paimon 0.9 cannot open such a table (its merge function factory refuses it)."""
+    with pytest.raises(pc.PaimonError, match="sequence groups and 'partial-update.remove-record-on-delete' conflict"):
+        pk_table(catalog, **{"merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true",
+                             "fields.version.sequence-group": "amount"})
+    assert not catalog.table_exists("db.orders")

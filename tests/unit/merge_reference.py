@@ -6,6 +6,7 @@ inputs. A record is ``(kind, seq, values)`` with kind 0..3 (+I, -U, +U, -D).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -199,7 +200,25 @@ class Agg:
             return acc - value
         if name == "primary_key":
             return value
+        if name == "product":  # Java's FieldProductAgg.retract: a null gives the other side, else divide
+            if acc is None or value is None:
+                return value if acc is None else acc
+            if isinstance(acc, float):
+                return ieee_divide(acc, value)
+            if value == 0:
+                raise RefError("division by zero")
+            quotient = abs(acc) // abs(value)
+            return quotient if (acc < 0) == (value < 0) else -quotient
         raise RefError("retract")
+
+
+def ieee_divide(a: float, b: float) -> float:
+    """Java's double division: by zero it gives an infinity, or NaN for 0/0."""
+    if b != 0:
+        return a / b
+    if a == 0 or math.isnan(a):
+        return math.nan
+    return math.copysign(math.inf, a) * math.copysign(1.0, b)
 
 
 @dataclass
