@@ -7,8 +7,9 @@ user names the root run, the asset and the partition: a retried step, or a re-ex
 failure, finds that commit instead of writing the rows again, however long ago it landed (the
 table's commit ledger outlives expiry). A new run of a partition whose earlier run died in the
 middle of a chunked write resumes that write (:mod:`pipelines.resumption`). The step carries
-the table's pool, so at most one writer of a table runs at a time however it was launched (asset page,
-backfill, job, schedule, sensor, ``dg.materialize``): ``dagster.yaml`` gives every pool one slot.
+the table's pool, so at most one writer of a table runs at a time however it was launched
+(asset page, backfill, job, schedule, sensor, ``dg.materialize``): ``dagster.yaml`` gives every
+pool one slot.
 """
 
 # No `from __future__ import annotations`: Dagster reads the context annotations of decorated

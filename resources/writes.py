@@ -23,11 +23,11 @@ import pyarrow.compute as pac
 
 import paimon_core as pc
 from paimon_core.errors import OptionError, SchemaError, UnsupportedFeatureError
+from resources.landed_files import EXTRA_COLUMNS
 
 log = logging.getLogger(__name__)
 
 WRITE_MODES = ("append", "overwrite", "upsert")
-EXTRA_COLUMNS = ("refuse", "ignore")
 # Each commit user writes one commit: the user already names the (root run, asset, partition).
 COMMIT_IDENTIFIER = 1
 ACCEPTED_TYPES = ("pyarrow Table, RecordBatch or RecordBatchReader, an iterable of RecordBatch or Table, "
