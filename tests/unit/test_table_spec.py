@@ -13,6 +13,7 @@ from pipelines.component import TableModel
 from pipelines.spec import Column, Compaction, DataChecks, Ingestion, Input, Maintenance, PaimonTableSpec, Partitions
 from resources.landing_location import LandingLocation, template_regex
 from resources.partition_mapping import PartitionMapping, PartitionMappingError, static_mapping, time_mapping
+from resources.writes import InputPolicy
 
 COLUMNS = (Column("dt", "STRING NOT NULL"), Column("id", "BIGINT NOT NULL"), Column("name", "VARCHAR(20)"),
            Column("amount", "DECIMAL(12, 2)"))
@@ -74,6 +75,7 @@ def test_an_arrow_schema_is_accepted_as_columns() -> None:
     ({"checks": DataChecks(not_null=("nme",))}, "checks.not_null"),
     ({"asset_key": ("lake", "")}, "asset_key"),
     ({"ingestion": Ingestion(mode="upsert", function=source, executor="kubernetes")}, "ingestion.executor"),
+    ({"ingestion": Ingestion(mode="upsert", function=source, extra_columns="drop")}, "ingestion.extra_columns"),
 ])
 def test_bad_declarations_name_the_table_and_the_field(changes: dict[str, Any], message: str) -> None:
     with pytest.raises(TableDefinitionError) as error:
@@ -142,10 +144,13 @@ def test_yaml_models_resolve_into_the_same_spec() -> None:
                     {"name": "name", "type": "VARCHAR(20)"}, {"name": "amount", "type": "DECIMAL(12, 2)"}],
         "options": {"bucket": 2},
         "partitions": {"kind": "daily", "start": "2024-01-01", "end": "2024-01-08"},
-        "ingestion": {"mode": "upsert", "function": "tests.unit.test_table_spec:source"},
+        "ingestion": {"mode": "upsert", "function": "tests.unit.test_table_spec:source", "extra_columns": "ignore",
+                      "allow_empty_partitions": True},
         "maintenance": {"enabled": False},
     })
     declared = model.spec()
+    assert declared.ingestion is not None
+    assert declared.ingestion.input_policy() == InputPolicy(extra_columns="ignore", allow_empty_partitions=True)
     assert declared.options == {"bucket": "2"}
     assert declared.maintenance.expire_cron is None and declared.maintenance.orphans_cron is None
     assert declared.arrow_schema() == spec(options={"bucket": "2"}).arrow_schema()
