@@ -10,6 +10,7 @@ import signal
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,6 +52,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         on_s3 = params.get("store", "local") != "local" or S3_FIXTURES & set(getattr(item, "fixturenames", ()))
         if on_s3:
             item.add_marker("s3")
+
+
+@pytest.fixture
+def read_shapes_depth(request: pytest.FixtureRequest) -> Any:
+    """The read-shape matrix's depth (``--read-shapes``): a ``tests.read_shapes.checks.Depth``."""
+    from tests.read_shapes.checks import DEPTHS
+
+    return DEPTHS[request.config.getoption("--read-shapes")]
 
 
 @pytest.fixture(scope="session")

@@ -28,7 +28,14 @@ from paimon_core.columnar import int64_array
 from paimon_core.compaction.merge_tree import ChangelogMode
 from paimon_core.keyvalue import DELETE, INSERT, SEQUENCE_NUMBER, UPDATE_AFTER, UPDATE_BEFORE, VALUE_KIND
 from paimon_core.merge.engine import MergeEngine, any_where, last_where
-from paimon_core.merge.lookup import LEVEL, levels_of, lookup_inputs, newest_high_level, select_rows
+from paimon_core.merge.lookup import (
+    LEVEL,
+    levels_of,
+    lookup_inputs,
+    newest_high_level,
+    select_rows,
+    with_newest_sequence,
+)
 from paimon_core.merge.sort import Groups, key_groups
 
 
@@ -148,6 +155,8 @@ class CompactionChangelog(MergeEngine):
                 mask &= lookup_inputs(levels, groups)
             kept, kept_groups, origin = select_rows(rows, groups, mask)
             merged, of = self.inner.merge_indexed(kept, kept_groups)
+            if self.lookup_merge:
+                merged = with_newest_sequence(merged, kept, kept_groups, of)
             of = origin[of]
             candidates = np.flatnonzero(any_where(levels == 0, groups))
             before = newest_high_level(levels, groups)[candidates]

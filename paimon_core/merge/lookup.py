@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from paimon_core.columnar import int64_array
+from paimon_core.keyvalue import SEQUENCE_NUMBER
 from paimon_core.merge.engine import MergeEngine
 from paimon_core.merge.sort import Groups, key_groups
 from paimon_core.options import TableOptions
@@ -61,6 +62,24 @@ def select_rows(table: pa.Table, groups: Groups, mask: np.ndarray) -> tuple[pa.T
     return table.take(int64_array(np.flatnonzero(mask))), Groups(ends - counts[nonempty], ends), nonempty
 
 
+def with_newest_sequence(merged: pa.Table, rows: pa.Table, groups: Groups, of: np.ndarray) -> pa.Table:
+    """``merged`` (the results of ``groups`` ``of``) carrying the newest sequence number of the
+    rows each folds.
+
+    A lookup merge leaves the deeper version it folded in place, so its result must sort after
+    that version. An engine gives its result the number of the last row in merge order, which
+    with ``sequence.field`` can be the deeper version's own (a newer row with a smaller sequence
+    field sorts first): the two would tie, and a reader taking the newest high-level version by
+    merge order (Java's ``LookupMergeFunction``) could keep the older one and lose the newer rows.
+    """
+    if not len(of):
+        return merged
+    sequence = np.asarray(rows.column(SEQUENCE_NUMBER).to_numpy(zero_copy_only=False), dtype=np.int64)
+    newest = np.maximum.reduceat(sequence, groups.starts)[of]
+    index = merged.schema.get_field_index(SEQUENCE_NUMBER)
+    return merged.set_column(index, merged.schema.field(index), int64_array(newest))
+
+
 class LookupMerge(MergeEngine):
     """Wraps a table's engine; rows without :data:`LEVEL` (the write buffer) merge as usual."""
 
@@ -83,4 +102,4 @@ class LookupMerge(MergeEngine):
             return self.inner.merge_indexed(table, groups)
         rows, kept_groups, origin = select_rows(table, groups, lookup_inputs(levels_of(table), groups))
         merged, of = self.inner.merge_indexed(rows.drop_columns([LEVEL]), kept_groups)
-        return merged, origin[of]
+        return with_newest_sequence(merged, rows, kept_groups, of), origin[of]

@@ -27,17 +27,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import paimon_core as pc
-from tests.read_shapes.checks import DEPTHS, Depth, check_state
+from tests.read_shapes.checks import Depth, check_state
 from tests.read_shapes.runner import Run
 from tests.read_shapes.shape import ENGINES
 from tests.read_shapes.workload import ops, shapes
 
 COVERED: Counter[str] = Counter()
-
-
-@pytest.fixture
-def depth(request: pytest.FixtureRequest) -> Depth:
-    return DEPTHS[request.config.getoption("--read-shapes")]
 
 
 def run_workload(tmp_path: Path, data: st.DataObject, engine: str, depth: Depth) -> None:
@@ -57,7 +52,8 @@ def run_workload(tmp_path: Path, data: st.DataObject, engine: str, depth: Depth)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_every_read_shape_agrees(engine: str, depth: Depth, tmp_path: Path) -> None:
+def test_every_read_shape_agrees(engine: str, read_shapes_depth: Depth, tmp_path: Path) -> None:
+    depth = read_shapes_depth
     @settings(max_examples=depth.examples, deadline=None, derandomize=depth.name == "quick",
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
                                      HealthCheck.filter_too_much, HealthCheck.data_too_large])

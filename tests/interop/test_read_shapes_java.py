@@ -16,13 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import paimon_core as pc
-from tests.integration.test_read_shapes import depth  # noqa: F401  (the --read-shapes fixture)
 from tests.interop.conftest import JavaOracle
 from tests.interop.java_support import assert_same_rows
-from tests.read_shapes.checks import Depth, check_state
+from tests.read_shapes.checks import QUICK, Depth, check_state
 from tests.read_shapes.runner import TABLE, Run
-from tests.read_shapes.shape import ENGINES
-from tests.read_shapes.workload import Expire, ops, shapes
+from tests.read_shapes.shape import ENGINES, Shape
+from tests.read_shapes.workload import Evolve, Expire, Op, Write, ops, shapes
 
 pytestmark = pytest.mark.interop
 EXAMPLES = {"quick": 6, "deep": 60}
@@ -60,10 +59,27 @@ class JavaWitness:
         self.read |= set(snapshots)
 
 
+def run_with_java(shape: Shape, steps: list[Op], java: JavaOracle, depth: Depth, folder: Path) -> int:
+    """Apply ``steps`` with every read shape checked at each state; Java reads every snapshot
+    before expiry can take it, and the tags at the end. Returns the reads compared."""
+    warehouse = tempfile.mkdtemp(dir=folder)
+    run, witness, rng = Run(pc.Catalog(warehouse), shape), JavaWitness(java), random.Random(0)
+    try:
+        for op in steps:
+            if isinstance(op, Expire):
+                witness.read_new(run, warehouse)
+            run.apply(op)
+            check_state(run, depth, rng)
+        witness.read_new(run, warehouse, tags=True)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n--- the table's story ---\n{run.story()}") from exc
+    return witness.compared
+
+
 @pytest.mark.parametrize("engine", ENGINES)
-def test_java_reads_every_state_as_we_do(engine: str, java_oracle: JavaOracle, depth: Depth,  # noqa: F811
+def test_java_reads_every_state_as_we_do(engine: str, java_oracle: JavaOracle, read_shapes_depth: Depth,
                                           tmp_path: Path) -> None:
-    compared = []
+    depth, compared = read_shapes_depth, []
 
     @settings(max_examples=EXAMPLES[depth.name], deadline=None, derandomize=True,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
@@ -72,19 +88,39 @@ def test_java_reads_every_state_as_we_do(engine: str, java_oracle: JavaOracle, d
     def workload(data: st.DataObject) -> None:
         shape = data.draw(shapes((engine,)), label="shape")
         steps = data.draw(ops(shape, max_ops=depth.max_ops), label="operations")
-        warehouse = tempfile.mkdtemp(dir=tmp_path)
-        run, witness, rng = Run(pc.Catalog(warehouse), shape), JavaWitness(java_oracle), random.Random(0)
-        try:
-            for op in steps:
-                if isinstance(op, Expire):
-                    witness.read_new(run, warehouse)
-                run.apply(op)
-                check_state(run, depth, rng)
-            witness.read_new(run, warehouse, tags=True)
-        except AssertionError as exc:
-            raise AssertionError(f"{exc}\n--- the table's story ---\n{run.story()}") from exc
-        compared.append(witness.compared)
+        compared.append(run_with_java(shape, steps, java_oracle, depth, tmp_path))
 
     workload()
     print(f"\nJava read {sum(compared)} snapshot and tag reads of {len(compared)} {engine} workloads")
     assert sum(compared) > 0
+
+
+def _row(kind: int, p: str, k: int, **values: object) -> tuple[int, str, int, tuple[tuple[str, object], ...]]:
+    return kind, p, k, tuple((label, values.get(label)) for label in ("a", "b", "c", "s", "g", "n", "e"))
+
+
+# Workloads the matrix found a difference with, kept as they were found.
+FINDINGS = {
+    # A lookup merge's result took the sequence number of the deeper version it folded (a newer
+    # row with a smaller sequence.field sorted first): tied with it, Java's reader kept the older
+    # version and lost the newer row's fields.
+    "lookup-merge-ties-its-deeper-version": (
+        Shape(engine="partial-update", producer="lookup", write_only=False, bucket=2, partitioned=True,
+              remove_on_delete=True, sequence_field=True),
+        [Write((_row(0, "x", 0, s=0), _row(0, "x", 0, s=0), _row(0, "y", 1, s=0))),
+         Write((_row(0, "x", 0, s=0), _row(0, "y", 4, c=1.0, s=0), _row(0, "x", 0, s=3, n=-87),
+                _row(2, "x", 4, a=-1, s=4, n=98), _row(0, "y", 1, a=2, s=2, g=2, n=9),
+                _row(0, "y", 0, b="zz", s=0, n=-12, e="v"), _row(0, "x", 0, c=1.0, s=4),
+                _row(0, "y", 1, s=3, e="v"))),
+         Evolve("rename_n"), Evolve("drop_n"),
+         Write((_row(2, "x", 3, s=0, g=0, n=-76, e="u"), _row(0, "y", 0, c=0.0, s=0),
+                _row(0, "y", 1, a=3, b="x", c=3.0, s=4, e="u"), _row(0, "x", 2, b="y", c=-3.0, s=0, g=2, n=31),
+                _row(2, "x", 2, a=3, b="zz", c=0.0, s=2), _row(2, "x", 5, b="", s=0, g=0),
+                _row(2, "y", 1, a=0, b="y", c=-1.0, s=3, e="u"), _row(2, "x", 0, a=3, c=0.0, s=3, g=1, n=6)))]),
+}
+
+
+@pytest.mark.parametrize("finding", sorted(FINDINGS))
+def test_java_reads_the_findings_as_we_do(finding: str, java_oracle: JavaOracle, tmp_path: Path) -> None:
+    shape, steps = FINDINGS[finding]
+    assert run_with_java(shape, steps, java_oracle, QUICK, tmp_path) > 0
