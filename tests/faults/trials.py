@@ -363,6 +363,7 @@ def referenced(table: Table) -> set[str]:
 
 
 def _is_metadata_hint(path: str) -> bool:
-    """Snapshot, schema, tag and consumer files and hints (not what orphan cleanup judges)."""
-    return (bool(re.search(r"/(snapshot|changelog|tag|schema|consumer)/[^/]+$", path))
+    """Snapshot, schema, tag and consumer files and hints, and the commit ledger's records
+    (not what orphan cleanup judges)."""
+    return (bool(re.search(r"/(snapshot|changelog|tag|schema|consumer)/[^/]+$|/commit-ledger/[^/]+/commit-\d+$", path))
             and not path.endswith(".tmp")) or path.endswith("/")
