@@ -34,7 +34,7 @@ class Depth:
     time_travel: int | None  # snapshots re-read per state (None: all)
 
 
-QUICK = Depth("quick", examples=12, max_ops=7, every_projection=False, time_travel=2)
+QUICK = Depth("quick", examples=20, max_ops=9, every_projection=False, time_travel=2)
 DEEP = Depth("deep", examples=400, max_ops=14, every_projection=True, time_travel=None)
 DEPTHS = {d.name: d for d in (QUICK, DEEP)}
 
