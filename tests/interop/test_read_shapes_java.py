@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,7 @@ from tests.read_shapes.shape import ENGINES, Shape
 from tests.read_shapes.workload import Evolve, Expire, Op, Write, ops, shapes
 
 pytestmark = pytest.mark.interop
-EXAMPLES = {"quick": 6, "deep": 60}
+EXAMPLES = {"quick": 10, "deep": 100}
 
 
 class JavaWitness:
@@ -59,9 +60,10 @@ class JavaWitness:
         self.read |= set(snapshots)
 
 
-def run_with_java(shape: Shape, steps: list[Op], java: JavaOracle, depth: Depth, folder: Path) -> int:
-    """Apply ``steps`` with every read shape checked at each state; Java reads every snapshot
-    before expiry can take it, and the tags at the end. Returns the reads compared."""
+def run_with_java(shape: Shape, steps: list[Op], java: JavaOracle, depth: Depth | None, folder: Path) -> int:
+    """Apply ``steps`` (each snapshot checked against the model as it is made, and with a
+    ``depth``, every read shape at each state); Java reads every snapshot before expiry can take
+    it, and the tags at the end. Returns the reads compared."""
     warehouse = tempfile.mkdtemp(dir=folder)
     run, witness, rng = Run(pc.Catalog(warehouse), shape), JavaWitness(java), random.Random(0)
     try:
@@ -69,11 +71,23 @@ def run_with_java(shape: Shape, steps: list[Op], java: JavaOracle, depth: Depth,
             if isinstance(op, Expire):
                 witness.read_new(run, warehouse)
             run.apply(op)
-            check_state(run, depth, rng)
+            if depth is not None:
+                check_state(run, depth, rng)
         witness.read_new(run, warehouse, tags=True)
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n--- the table's story ---\n{run.story()}") from exc
     return witness.compared
+
+
+def as_paimon_0_9_merges(shape: Shape) -> Shape:
+    """``shape`` without what Paimon 0.9 merges otherwise than Paimon 1.x (and we): 0.9 has no
+    ``aggregation.remove-record-on-delete`` (it retracts the -D), and its partial-update starts
+    no row from a retraction (a key whose first rows are retractions reads as a row of nulls)."""
+    if shape.engine == "aggregation" and shape.remove_on_delete:
+        shape = replace(shape, remove_on_delete=False)
+    if shape.engine == "partial-update" and shape.retractions:
+        shape = replace(shape, retractions=False, ignore_delete=False, remove_on_delete=False)
+    return shape
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -86,9 +100,11 @@ def test_java_reads_every_state_as_we_do(engine: str, java_oracle: JavaOracle, r
                                      HealthCheck.filter_too_much, HealthCheck.data_too_large])
     @given(data=st.data())
     def workload(data: st.DataObject) -> None:
-        shape = data.draw(shapes((engine,)), label="shape")
-        steps = data.draw(ops(shape, max_ops=depth.max_ops), label="operations")
-        compared.append(run_with_java(shape, steps, java_oracle, depth, tmp_path))
+        shape = as_paimon_0_9_merges(data.draw(shapes((engine,)), label="shape"))
+        # Java 0.9's listagg joins blank strings (Paimon 1.x skips them, and so do we): not drawn here.
+        steps = data.draw(ops(shape, max_ops=depth.max_ops, blank_strings=False), label="operations")
+        # The read shapes of these workloads are the matrix's own work: here Java is the oracle.
+        compared.append(run_with_java(shape, steps, java_oracle, None, tmp_path))
 
     workload()
     print(f"\nJava read {sum(compared)} snapshot and tag reads of {len(compared)} {engine} workloads")

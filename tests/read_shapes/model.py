@@ -20,8 +20,9 @@ Paimon's visibility rules, written from its documentation and Java code, not fro
 
 Minor compactions are the picker's choice; which of them drop retractions depends on the LSM
 shape, so for :meth:`Shape.drop_sensitive` tables the model stops being exact at the first one
-(:attr:`TableModel.exact`); the matrix then compares the read shapes with the table's own full
-read and the Java oracle only.
+(:attr:`TableModel.exact`), and for :meth:`Shape.order_sensitive` ones at the first that is not a
+lookup compaction; the matrix then compares the read shapes with the table's own full read and
+the Java oracle only.
 """
 
 from __future__ import annotations
@@ -108,15 +109,23 @@ class TableModel:
                 out.append((key, merged))
         return out
 
-    def minor_compaction(self, *, level0_left: bool) -> None:
+    def minor_compaction(self, *, level0_left: bool, lookup: bool) -> None:
         """A compaction of the picker's choice: every level-0 record moved up unless
-        ``level0_left`` (first-row, deletion-vector and lookup tables always move them). Where
-        its output had nothing below it dropped retractions, which changes later merges of
-        drop-sensitive tables and what ``$audit_log`` shows of any table."""
+        ``level0_left`` (first-row, deletion-vector and lookup tables always move them). A
+        ``lookup`` compaction folds each key's level-0 records with its newest deeper row, so
+        every key's history becomes one record. Where a compaction's output had nothing below
+        it dropped retractions, which changes later merges of drop-sensitive tables and what
+        ``$audit_log`` shows of any table; which records other compactions folded changes later
+        merges of order-sensitive tables."""
+        folded = lookup and not level0_left
+        if folded:
+            for key, records in list(self.history.items()):
+                merged = self.shape.fold(records, self.labels)
+                self.history[key] = [] if merged is None else [merged]
         if not level0_left:
             for key, records in self.history.items():
                 self.pushed_up[key] = len(records)
-        if self.shape.drop_sensitive():
+        if self.shape.drop_sensitive() or (self.shape.order_sensitive() and not folded):
             self.exact = False
         if self.shape.retractions:
             self.retractions_known = False

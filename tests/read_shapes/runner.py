@@ -128,7 +128,7 @@ class Run:
         forced = not self.shape.level0_visible() or self.shape.producer == "lookup"
         if forced:
             assert 0 not in levels, "a compaction of a first-row, deletion-vector or lookup table left level 0"
-        self.model.minor_compaction(level0_left=0 in levels)
+        self.model.minor_compaction(level0_left=0 in levels, lookup=self.shape.producer == "lookup")
 
     def evolve(self, change: str) -> None:
         model = self.model

@@ -128,6 +128,14 @@ class Shape:
         choice, so the model is exact for such tables only until one happens."""
         return self.retractions and self.engine in ("partial-update", "aggregation")
 
+    def order_sensitive(self) -> bool:
+        """Whether what a compaction folded changes later merges: with ``sequence.field`` an
+        engine combining fields gives a folded row the sequence field of its newest-ordered
+        version, so a later row with a smaller one sorts before all of it (before versions it
+        would have followed unfolded). Exact in the model where it knows what was folded: full
+        compactions, and lookup compactions (each key's level-0 rows with its newest deeper row)."""
+        return self.sequence_field and self.engine in ("partial-update", "aggregation")
+
     def merge_function(self, labels: Sequence[str]) -> Callable[[Sequence[Record]], Record | None]:
         """The reference fold of one key's records (oldest first) over the value ``labels``."""
         if self.engine == "deduplicate":
