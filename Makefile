@@ -69,6 +69,7 @@ demo: venv
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 # Everything. The storage tests need S3: SeaweedFS and moto are started on 127.0.0.1 and stopped
 # by PID. Three pytest workers on two cores: many tests wait on processes, JVMs and daemons.

@@ -48,11 +48,6 @@ class SchemaError(PaimonError, ValueError):
     """Input data or a schema change that does not fit the table schema."""
 
 
-class TableDefinitionError(SchemaError):
-    """A declared table (columns, keys, partitions, options, schedules) that cannot work, refused
-    when the declaration is loaded; the message names the table and the field."""
-
-
 class OptionError(PaimonError, ValueError):
     """A table option with a value that cannot be parsed or is out of range."""
 

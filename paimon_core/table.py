@@ -507,7 +507,7 @@ class Table:
         """
         from paimon_core.read.lookup import TableLookup
 
-        return TableLookup(self, columns, cache=False).lookup(keys, snapshot_id=snapshot_id)
+        return TableLookup(self.context(), columns, cache=False).lookup(keys, snapshot_id=snapshot_id)
 
     def new_lookup(self, columns: Sequence[str] | None = None, *,
                    options: Mapping[str, str] | None = None) -> TableLookup:
@@ -523,7 +523,7 @@ class Table:
         """
         from paimon_core.read.lookup import TableLookup
 
-        return TableLookup(self, columns, options=options)
+        return TableLookup(self.context(), columns, options=options)
 
     def to_dask(self, columns: Sequence[str] | None = None, filter: Any = None, *,
                 snapshot_id: int | None = None, timestamp_ms: int | None = None, tag: str | None = None) -> Any:

@@ -17,7 +17,7 @@
           partitions: {kind: daily, start: 2024-01-01}
           ingestion: {mode: upsert, function: my_project.sources:customers}
 
-Every field is a field of ``PaimonTableSpec`` (``pipelines.spec``) spelled the same way, with
+Every field is a field of ``PaimonTableSpec`` (``pipelines.spec.declaration``) spelled the same way, with
 column types as Paimon / SQL type names; ``{{ env.X }}`` templates are resolved when the
 component loads. Each table becomes a spec, checked as the Python API checks it, and
 ``paimon_definitions`` builds the rest, so a table declared here gets everything a table
@@ -33,10 +33,19 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from paimon_core.errors import TableDefinitionError
-from pipelines.executors import executor_named
+from pipelines.errors import TableDefinitionError
+from pipelines.executors.named import executor_named
 from pipelines.factory import paimon_definitions
-from pipelines.spec import Column, Compaction, DataChecks, Ingestion, Input, Maintenance, PaimonTableSpec, Partitions
+from pipelines.spec.declaration import (
+    Column,
+    Compaction,
+    DataChecks,
+    Ingestion,
+    Input,
+    Maintenance,
+    PaimonTableSpec,
+    Partitions,
+)
 from resources.landing_location import LandingLocation
 
 Scalar = str | int | float | bool

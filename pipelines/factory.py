@@ -20,26 +20,22 @@ from typing import Any
 import dagster as dg
 
 import paimon_core as pc
-from paimon_core.errors import TableDefinitionError
-from pipelines.changes_ingestion import changes_sensor
-from pipelines.compaction import paimon_compaction_job, paimon_full_compaction_job
-from pipelines.expiry import expire_schedule, paimon_expire_snapshots_job
-from pipelines.fanout import fanned_asset
-from pipelines.ingestion import (
-    CATALOG_KEY,
-    IO_MANAGER_KEY,
-    external_asset,
-    ingestion_job,
-    ingestion_schedule,
-    table_asset,
-    table_checks,
-    target_of,
-)
-from pipelines.landing_sensor import landing_sensor
-from pipelines.orphans import orphans_schedule, paimon_remove_orphan_files_job
-from pipelines.sensors import compaction_sensor
-from pipelines.spec import Ingestion, PaimonTableSpec, check_unique
+from pipelines.compaction.checks import lsm_checks
+from pipelines.compaction.jobs import paimon_compaction_job, paimon_full_compaction_job
+from pipelines.compaction.sensor import compaction_sensor
+from pipelines.errors import TableDefinitionError
+from pipelines.ingestion.asset import external_asset, ingestion_job, ingestion_schedule, table_asset
+from pipelines.ingestion.changes import changes_sensor
+from pipelines.ingestion.data_checks import data_check
+from pipelines.ingestion.fanout import fanned_asset
+from pipelines.ingestion.landing_sensor import landing_sensor
+from pipelines.maintenance.checks import maintenance_checks
+from pipelines.maintenance.expiry import expire_schedule, paimon_expire_snapshots_job
+from pipelines.maintenance.orphans import orphans_schedule, paimon_remove_orphan_files_job
+from pipelines.spec.declaration import Ingestion, PaimonTableSpec, check_unique
+from pipelines.target import TableTarget
 from resources import PaimonCatalogResource, PaimonTableIOManager
+from resources.keys import CATALOG_KEY, IO_MANAGER_KEY
 
 SHARED_JOBS = (paimon_compaction_job, paimon_full_compaction_job, paimon_expire_snapshots_job,
                paimon_remove_orphan_files_job)
@@ -87,6 +83,12 @@ def asset_keys(asset: dg.AssetsDefinition | dg.AssetSpec) -> set[dg.AssetKey]:
     return {asset.key} if isinstance(asset, dg.AssetSpec) else set(asset.keys)
 
 
+def table_checks(spec: PaimonTableSpec, target: TableTarget) -> list[dg.AssetChecksDefinition]:
+    """The table's LSM and maintenance checks, and its data check when the spec declares one."""
+    data = [data_check(spec, target)] if spec.checks is not None else []
+    return [*data, *lsm_checks(target), *maintenance_checks(target)]
+
+
 def paimon_definitions(specs: Sequence[PaimonTableSpec], *, warehouse: str | None = None,
                        storage_options: Mapping[str, Any] | None = None,
                        catalog: PaimonCatalogResource | None = None,
@@ -107,7 +109,7 @@ def paimon_definitions(specs: Sequence[PaimonTableSpec], *, warehouse: str | Non
             the asset pages; default in-process (most runs are a few small steps, and a process
             per step would cost more). Fanned-out writes (``Ingestion.workers``) and
             compactions (``Compaction.buckets_per_step``) spread over a multiprocess, Dask,
-            Kubernetes or Celery executor's workers (see ``pipelines.executors``).
+            Kubernetes or Celery executor's workers (see ``pipelines.executors.named``).
         resources: further resources your source functions ask for by parameter name.
         declared_in: the file the specs come from (shown as the assets' code reference).
     """
@@ -146,8 +148,8 @@ def paimon_definitions(specs: Sequence[PaimonTableSpec], *, warehouse: str | Non
                 sensors.append(landing_sensor(spec, job.name))
             if spec.ingestion is not None and spec.ingestion.changes_of is not None:
                 sensors.append(changes_sensor(spec, job.name, interval_seconds=spec.ingestion.sensor_interval_seconds))
-        checks.extend(table_checks(spec))
-        target = target_of(spec)
+        target = spec.target()
+        checks.extend(table_checks(spec, target))
         if spec.compaction.sensor:
             sensors.append(compaction_sensor(target, interval_seconds=spec.compaction.interval_seconds,
                                              full_job=spec.compaction.job == "full",

@@ -11,6 +11,7 @@ from the code location's asset that declares the table (its definition metadata)
 # No `from __future__ import annotations`: Dagster reads the config annotations as real types.
 
 import json
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,17 +20,19 @@ from pydantic import Field
 
 import paimon_core as pc
 from paimon_core.errors import DatabaseNotFoundError, InvalidNameError, TableNotFoundError
+from pipelines.cron import DEFAULT_EXPIRE_CRON, DEFAULT_ORPHANS_CRON
 from resources import PaimonCatalogResource
+from resources.keys import TARGET_METADATA_KEY
 from resources.partition_mapping import PartitionMapping
 
-TABLE_METADATA_KEY = "paimon/table"
-# Every run of a table's ingestion job carries TABLE_TAG=<db.table>; dagster.yaml allows one
-# such run per table (runs launched otherwise are held back by the asset's pool instead).
-TABLE_TAG = "paimon/table"
-# Definition metadata of a table's asset holding what its maintenance runs need (JSON).
-TARGET_METADATA_KEY = "paimon/target"
-DEFAULT_EXPIRE_CRON = "0 * * * *"
-DEFAULT_ORPHANS_CRON = "0 3 * * *"
+# Seconds between two evaluations of a compaction sensor when the table's spec does not say
+# (the daemon evaluates sensors at most every 5 s whatever this says). Read when the code
+# location loads.
+SENSOR_INTERVAL_ENV = "PAIMON_COMPACTION_SENSOR_INTERVAL"
+DEFAULT_SENSOR_INTERVAL_S = 30
+# Seconds a sensor-launched run keeps following the table when its spec does not say; 0 (the
+# default) means one pass per run.
+FOLLOW_ENV = "PAIMON_COMPACTION_FOLLOW_SECONDS"
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,3 +160,32 @@ def existing_table(catalog: PaimonCatalogResource, table: str) -> pc.Table:
         return catalog.table(table)
     except (DatabaseNotFoundError, TableNotFoundError, InvalidNameError) as exc:
         raise dg.Failure(description=f"Paimon table {table}: {exc}", allow_retries=False) from None
+
+
+def env_seconds(name: str, default: int, *, minimum: int) -> int:
+    """Whole seconds from the environment variable ``name``, checked, or ``default``."""
+    configured = os.environ.get(name, "").strip()
+    if not configured:
+        return default
+    try:
+        seconds = int(configured)
+    except ValueError:
+        raise dg.DagsterInvariantViolationError(
+            f"${name} must be a whole number of seconds, got {configured!r}") from None
+    if seconds < minimum:
+        raise dg.DagsterInvariantViolationError(f"${name} must be at least {minimum}, got {seconds}")
+    return seconds
+
+
+def sensor_interval_seconds(configured: int | None = None) -> int:
+    """``configured``, else ``$PAIMON_COMPACTION_SENSOR_INTERVAL`` (seconds, at least 1), else 30."""
+    if configured is not None:
+        return configured
+    return env_seconds(SENSOR_INTERVAL_ENV, DEFAULT_SENSOR_INTERVAL_S, minimum=1)
+
+
+def follow_seconds(configured: int | None = None) -> int:
+    """``configured``, else ``$PAIMON_COMPACTION_FOLLOW_SECONDS``, else 0 (one pass per run)."""
+    if configured is not None:
+        return configured
+    return env_seconds(FOLLOW_ENV, 0, minimum=0)

@@ -1,4 +1,10 @@
-"""Dagster resources for Paimon: the catalog, the IO manager, and what they write and read with."""
+"""Dagster resources for Paimon: the catalog, the IO manager, and what they write and read with.
+
+What runs inside a step for any asset, declared by this package's specs or not: writes with
+their input checks, landed files, partition mappings, metadata, and the tag and metadata keys
+(``resources.keys``) both halves read. It depends on ``paimon_core``'s public API only and never
+imports ``pipelines`` (an import-linter contract in ``pyproject.toml``).
+"""
 
 from resources.catalog import PaimonCatalogResource
 from resources.io_manager import PaimonTableIOManager, PaimonWrite

@@ -39,6 +39,14 @@ import pyarrow as pa
 import paimon_core as pc
 from paimon_core.errors import DatabaseNotFoundError, TableNotFoundError
 from resources.catalog import PaimonCatalogResource
+from resources.keys import (
+    ALLOW_EMPTY_METADATA_KEY,
+    EXTRA_COLUMNS_METADATA_KEY,
+    INGEST_MODE,
+    INGEST_REUSED_COMMIT,
+    TABLE_METADATA_KEY,
+    WRITE_MODE_METADATA_KEY,
+)
 from resources.metadata import INGEST_PLOTTED, plottable, write_metadata
 from resources.partition_mapping import PartitionMapping, static_mapping
 from resources.writes import (
@@ -53,10 +61,6 @@ from resources.writes import (
 
 log = logging.getLogger(__name__)
 
-TABLE_METADATA_KEY = "paimon/table"
-WRITE_MODE_METADATA_KEY = "paimon/write_mode"
-EXTRA_COLUMNS_METADATA_KEY = "paimon/extra_columns"
-ALLOW_EMPTY_METADATA_KEY = "paimon/allow_empty_partitions"
 PARTITION_EXPR_KEY = "partition_expr"
 COLUMNS_METADATA_KEY = "columns"
 DEFAULT_WRITE_MODE = "overwrite"
@@ -229,8 +233,8 @@ class PaimonTableIOManager(dg.ConfigurableIOManager):
         context.add_output_metadata(plottable({
             **write_metadata(table, snapshot_id=receipt.snapshot_id, partition=receipt.partition,
                              rows_written=receipt.rows_written),
-            "paimon/ingest/mode": receipt.mode,
-            "paimon/ingest/reused_commit": receipt.reused,
+            INGEST_MODE: receipt.mode,
+            INGEST_REUSED_COMMIT: receipt.reused,
         }, INGEST_PLOTTED))
 
     def load_input(self, context: dg.InputContext) -> Any:

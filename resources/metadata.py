@@ -9,6 +9,7 @@ import dagster as dg
 
 import paimon_core as pc
 from paimon_core.errors import SnapshotNotFoundError
+from resources import keys
 
 
 def column_schema(schema: pc.TableSchema) -> dg.TableSchema:
@@ -35,8 +36,8 @@ def column_schema(schema: pc.TableSchema) -> dg.TableSchema:
 
 # What a write charts in the asset's Plots (besides dagster/* rows and the paimon/lsm/* shape):
 # the rows written, per row kind for tables taking row kinds from a column.
-INGEST_PLOTTED = frozenset({"paimon/ingest/rows_written", "paimon/ingest/inserts", "paimon/ingest/update_befores",
-                            "paimon/ingest/update_afters", "paimon/ingest/deletes"})
+INGEST_PLOTTED = frozenset({keys.INGEST_ROWS_WRITTEN, keys.INGEST_INSERTS, keys.INGEST_UPDATE_BEFORES,
+                            keys.INGEST_UPDATE_AFTERS, keys.INGEST_DELETES})
 
 
 def plottable(metadata: dict[str, Any], plotted: frozenset[str]) -> dict[str, Any]:
@@ -48,7 +49,7 @@ def plottable(metadata: dict[str, Any], plotted: frozenset[str]) -> dict[str, An
     """
     return {key: (dg.MetadataValue.text(f"{value:,}" if isinstance(value, int) else str(value))
                   if isinstance(value, int | float) and not isinstance(value, bool) and key not in plotted
-                  and not key.startswith(("dagster/", "paimon/lsm/")) else value)
+                  and not key.startswith(("dagster/", keys.LSM_PREFIX)) else value)
             for key, value in metadata.items()}
 
 
@@ -98,13 +99,13 @@ def write_metadata(table: pc.Table, *, snapshot_id: int | None, partition: Mappi
     stored = snapshot.total_record_count if snapshot is not None else 0
     in_partition = sum(split.row_count for split in splits)
     metadata: dict[str, Any] = {
-        "paimon/ingest/rows_written": rows_written,
-        "paimon/ingest/files": sum(len(split.files) for split in splits),
+        keys.INGEST_ROWS_WRITTEN: rows_written,
+        keys.INGEST_FILES: sum(len(split.files) for split in splits),
         # Text, not a number: an id is worth reading, not plotting.
-        "paimon/ingest/snapshot_id": (f"{snapshot_id} (expired; counted at snapshot "
+        keys.INGEST_SNAPSHOT_ID: (f"{snapshot_id} (expired; counted at snapshot "
                                       f"{snapshot.id if snapshot is not None else '-'})" if expired else
                                       str(snapshot.id) if snapshot is not None else "-"),
-        "paimon/ingest/commit_kind": ("EXPIRED" if expired else
+        keys.INGEST_COMMIT_KIND: ("EXPIRED" if expired else
                                       snapshot.commit_kind if snapshot is not None else "NONE"),
         "dagster/row_count": stored,
         "dagster/partition_row_count": in_partition,
@@ -114,10 +115,27 @@ def write_metadata(table: pc.Table, *, snapshot_id: int | None, partition: Mappi
     }
     if table.schema.primary_keys:
         del metadata["dagster/row_count"]
-        metadata["paimon/ingest/stored_records"] = stored
-        metadata["paimon/ingest/partition_records"] = in_partition
+        metadata[keys.INGEST_STORED_RECORDS] = stored
+        metadata[keys.INGEST_PARTITION_RECORDS] = in_partition
         exact = manifest_count_is_exact(splits)
-        metadata["paimon/ingest/row_count_source"] = "manifests" if exact else "merged read"
+        metadata[keys.INGEST_ROW_COUNT_SOURCE] = "manifests" if exact else "merged read"
         metadata["dagster/partition_row_count"] = (
             in_partition if exact else live_rows(table, partition, snapshot.id) if snapshot is not None else 0)
+    return metadata
+
+
+def lsm_metadata(state: pc.LsmState) -> dict[str, Any]:
+    """The table's shape as plottable numbers (``paimon/lsm/*``), recorded with every write and
+    after every compaction so the asset's plots show level 0 growing and compaction folding it:
+    the worst bucket's level-0 files, the bytes the picker would rewrite now, and files and bytes
+    per level over all buckets."""
+    levels = max((len(b.level_files) for b in state.buckets), default=0)
+    per_level = [sum(b.level_files[i] for b in state.buckets if i < len(b.level_files)) for i in range(levels)]
+    metadata: dict[str, Any] = {
+        keys.LSM_MAX_LEVEL0_FILES: state.max_level0_files,
+        keys.LSM_DEBT_BYTES: state.debt_bytes,
+        keys.LSM_FILES: sum(b.files for b in state.buckets),
+        keys.LSM_BYTES: sum(b.total_bytes for b in state.buckets),
+    }
+    metadata.update({keys.lsm_level_files(level): count for level, count in enumerate(per_level) if count})
     return metadata

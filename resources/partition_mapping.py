@@ -22,7 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-METADATA_KEY = "paimon/partition_mapping"
+from resources.keys import PARTITION_MAPPING_METADATA_KEY
+
 # The placeholder of a static mapping: the column's value is the partition key.
 KEY_PLACEHOLDER = "{key}"
 KINDS = ("time", "static")
@@ -101,7 +102,7 @@ class PartitionMapping:
         """The mapping in an asset's definition metadata; the older ``partition_expr`` key (one
         column holding the key itself) is read as a static mapping."""
         metadata = metadata or {}
-        raw = metadata.get(METADATA_KEY)
+        raw = metadata.get(PARTITION_MAPPING_METADATA_KEY)
         text = getattr(raw, "value", raw)  # a MetadataValue once Dagster normalised it
         if text:
             return cls.from_json(str(text))

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import paimon_core as pc
+from resources import keys
 from resources.writes import (
     COMMIT_IDENTIFIER,
     DEFAULT_POLICY,
@@ -101,7 +102,7 @@ def commit_shares(table: pc.Table, shares: Sequence[WriteShare], *, mode: str, p
         refuse_empty_overwrite(table, partition)
     outcome = table.commit([s.prepared for s in shares if s.prepared is not None], commit_user=commit_user,
                            commit_identifier=COMMIT_IDENTIFIER, overwrite=overwrite,
-                           properties={**(properties or {}), "dagster.write_mode": mode,
+                           properties={**(properties or {}), keys.WRITE_MODE_PROPERTY: mode,
                                        "dagster.write_steps": str(len(shares))})
     kinds: dict[str, int] = {}
     for share in shares:

@@ -23,6 +23,7 @@ import pyarrow.compute as pac
 
 import paimon_core as pc
 from paimon_core.errors import OptionError, SchemaError, UnsupportedFeatureError
+from resources import keys
 from resources.landed_files import EXTRA_COLUMNS
 
 log = logging.getLogger(__name__)
@@ -105,9 +106,9 @@ def commit_user_for(root_run_id: str, asset_key: str, partition_key: str | None)
 def snapshot_properties(*, run_id: str, asset_key: str, partition_key: str | None,
                         mode: str) -> dict[str, str]:
     """The properties stored in the snapshot, so a snapshot tells which run and asset wrote it."""
-    properties = {"dagster.run_id": run_id, "dagster.asset_key": asset_key, "dagster.write_mode": mode}
+    properties = {keys.RUN_ID_PROPERTY: run_id, keys.ASSET_KEY_PROPERTY: asset_key, keys.WRITE_MODE_PROPERTY: mode}
     if partition_key is not None:
-        properties["dagster.partition"] = partition_key
+        properties[keys.PARTITION_PROPERTY] = partition_key
     return properties
 
 
@@ -329,7 +330,7 @@ def write_partition(table: pc.Table, data: Any, *, mode: str, partition: Mapping
     while True:
         with table.new_write(commit_user=commit_user, commit_identifier=COMMIT_IDENTIFIER + chunk,
                              overwrite=overwrite,
-                             properties={**(properties or {}), "dagster.write_mode": mode}) as writer:
+                             properties={**(properties or {}), keys.WRITE_MODE_PROPERTY: mode}) as writer:
             while current is not None and current[0] == chunk:
                 batch = with_partition(fit_columns(current[1], table, policy), table, partition)
                 if kind_column and kind_column in batch.schema.names:

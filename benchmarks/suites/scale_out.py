@@ -33,10 +33,9 @@ import paimon_core as pc
 from benchmarks.harness.report import markdown
 from benchmarks.harness.runner import REPO, wait_quiet
 from benchmarks.harness.suite import Result, SuiteRun
-from pipelines.compaction import compaction_tags, full_compaction_run_config
+from pipelines.compaction.jobs import compaction_tags, full_compaction_run_config
 from pipelines.factory import paimon_definitions
-from pipelines.ingestion import target_of
-from pipelines.spec import Column, Compaction, Ingestion, PaimonTableSpec, Partitions
+from pipelines.spec.declaration import Column, Compaction, Ingestion, PaimonTableSpec, Partitions
 from resources.landing_location import LandingLocation
 
 ENGINES = ("ours",)
@@ -66,7 +65,7 @@ def definitions(described: str) -> dg.Definitions:
     settings = json.loads(described)
     executor = None
     if settings.get("executor") == "dask":
-        from pipelines.dask_executor import dask_executor
+        from pipelines.executors.dask import dask_executor
 
         executor = dask_executor.configured(settings["executor_config"])
     elif settings.get("executor") == "multiprocess":
@@ -170,7 +169,7 @@ def variant(name: str, setup: Setup, *, executor: str | None, config: dict[str, 
     shutil.copytree(base, compact_wh)
     settings = {**settings, "warehouse": str(compact_wh)}
     wall, (durations, rss) = execute("paimon_full_compaction_job", settings, instance,
-                                     run_config=full_compaction_run_config(target_of(spec(settings))),
+                                     run_config=full_compaction_run_config(spec(settings).target()),
                                      tags=compaction_tags(TABLE))
     table = pc.Catalog(str(compact_wh)).get_table(TABLE)
     commit = sum(s for k, s in durations.items() if k == "commit_compaction")

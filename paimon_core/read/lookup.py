@@ -28,7 +28,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -47,12 +47,10 @@ from paimon_core.read.scan import DataSplit, PartitionDecoder, deletion_files, l
 from paimon_core.read.split_read import READ_THREADS
 from paimon_core.schema import TableSchema
 from paimon_core.snapshot import Snapshot
+from paimon_core.table_context import TableContext
 from paimon_core.types import AtomicType, DataType
 from paimon_core.write.conform import _safe_cast, iter_input
 from paimon_core.write.routing import Router, fixed_buckets
-
-if TYPE_CHECKING:
-    from paimon_core.table import Table
 
 Key = tuple[Any, ...]
 _UNORDERED_ROOTS = ("FLOAT", "DOUBLE")  # NaN has no place in Python's order: no range pruning on these
@@ -297,7 +295,7 @@ class LookupStats:
 class _Reading:
     """Per read schema: the merged-read reader (field mapping, merge engine) and the router."""
 
-    def __init__(self, table: Table, schema: TableSchema, columns: Sequence[str] | None) -> None:
+    def __init__(self, table: TableContext, schema: TableSchema, columns: Sequence[str] | None) -> None:
         options = TableOptions.from_map(schema.effective_options(), table=table.name)
         engine = engine_for(schema, options, table=table.name)
         self.reader = MergeSplitReader(table.file_io, table.paths, table.schemas, schema, columns=columns,
@@ -310,6 +308,12 @@ class _Reading:
         self.key_types = [schema.field(k).type for k in self.reader.keys]
 
 
+class OpensContext(Protocol):
+    """A table (:class:`paimon_core.Table`): what a lookup needs of it is one :class:`TableContext`."""
+
+    def context(self) -> TableContext: ...
+
+
 class TableLookup:
     """Repeated primary-key lookups of one table (see :meth:`paimon_core.Table.new_lookup`).
 
@@ -319,8 +323,10 @@ class TableLookup:
     ``lookup.cache-file-retention`` without use. Safe to use from several threads.
     """
 
-    def __init__(self, table: Table, columns: Sequence[str] | None = None, *,
+    def __init__(self, table: TableContext | OpensContext, columns: Sequence[str] | None = None, *,
                  options: Mapping[str, str] | None = None, cache: bool = True, clock: Clock = time.monotonic) -> None:
+        if not isinstance(table, TableContext):
+            table = table.context()
         schema = table.schema
         if not schema.primary_keys:
             raise UnsupportedFeatureError(
@@ -363,7 +369,7 @@ class TableLookup:
             try:
                 return self._lookup(reading, snapshot, lookup_keys(keys, schema, self.table.name))
             except FileNotFoundError as exc:
-                if self.table.snapshot_store.exists(snapshot.id):
+                if self.table.snapshots.exists(snapshot.id):
                     raise
                 with self._lock:
                     self._plans.pop(snapshot.id, None)
@@ -376,14 +382,14 @@ class TableLookup:
     # ---- planning ----------------------------------------------------------------------------------
 
     def _target(self, snapshot_id: int | None, *, refresh: bool) -> tuple[Snapshot | None, TableSchema]:
-        store = self.table.snapshot_store
+        store = self.table.snapshots
         if snapshot_id is not None:
             plan = self._plans.get(snapshot_id)
             snapshot = plan.snapshot if plan is not None else store.snapshot(snapshot_id)
             return snapshot, plan.schema if plan is not None else self.table.schemas.schema(snapshot.schema_id)
         latest = store.latest_id()
         if latest is None:
-            return None, self.table.schema
+            return None, self.table.schemas.latest()
         plan = None if refresh else self._plans.get(latest)
         if plan is not None:
             return plan.snapshot, plan.schema

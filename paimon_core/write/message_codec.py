@@ -13,15 +13,19 @@ Layout (version 1)::
     u8 version              1
     Avro binary (schemaless) of the record PreparedCommit below
 
-Readers refuse other magics and versions with a clear error; a new version keeps the magic
-and bumps the byte.
+The codec stands apart from the message, as Java's serializer does: it encodes anything with a
+prepared commit's fields and decodes into :class:`PreparedFields`, from which
+:meth:`PreparedCommit.from_bytes` builds the message.
+
+Readers refuse other magics and versions with a clear error; a new version keeps the magic and
+bumps the byte.
 """
 
 from __future__ import annotations
 
 import io
 from dataclasses import asdict
-from typing import Any
+from typing import Any, NamedTuple, Protocol
 
 import fastavro
 
@@ -34,8 +38,45 @@ from paimon_core.manifest import (
     IndexManifestEntry,
 )
 from paimon_core.write.message import CommitMessage, CompactIncrement
-from paimon_core.write.prepared import PreparedCommit
 from paimon_core.write.routing import Partition
+
+
+class PreparedFields(NamedTuple):
+    """A prepared commit's fields, in the order :class:`PreparedCommit` declares them."""
+
+    table: str
+    schema_id: int
+    data: tuple[CommitMessage, ...]
+    compactions: tuple[CompactIncrement, ...]
+    index_base: str | None
+    index_files: tuple[IndexManifestEntry, ...]
+    rows: int
+    full: bool
+    reports: tuple[BucketCompaction, ...]
+
+
+class Prepared(Protocol):
+    """What :func:`encode_prepared` reads of a prepared commit."""
+
+    @property
+    def table(self) -> str: ...
+    @property
+    def schema_id(self) -> int: ...
+    @property
+    def data(self) -> tuple[CommitMessage, ...]: ...
+    @property
+    def compactions(self) -> tuple[CompactIncrement, ...]: ...
+    @property
+    def index_base(self) -> str | None: ...
+    @property
+    def index_files(self) -> tuple[IndexManifestEntry, ...]: ...
+    @property
+    def rows(self) -> int: ...
+    @property
+    def full(self) -> bool: ...
+    @property
+    def reports(self) -> tuple[BucketCompaction, ...]: ...
+
 
 MAGIC = b"PDCM"
 VERSION = 1
@@ -90,7 +131,7 @@ def _index(records: list[dict[str, Any]]) -> tuple[IndexManifestEntry, ...]:
     return tuple(IndexManifestEntry.from_avro(r) for r in records)
 
 
-def encode_prepared(prepared: PreparedCommit) -> bytes:
+def encode_prepared(prepared: Prepared) -> bytes:
     record = {
         "_TABLE": prepared.table, "_SCHEMA_ID": prepared.schema_id,
         "_DATA": [{**_where(m.partition, m.bucket, m.total_buckets),
@@ -113,7 +154,7 @@ def encode_prepared(prepared: PreparedCommit) -> bytes:
     return out.getvalue()
 
 
-def decode_prepared(data: bytes) -> PreparedCommit:
+def decode_prepared(data: bytes) -> PreparedFields:
     if not isinstance(data, bytes | bytearray | memoryview) or bytes(data[:4]) != MAGIC:
         raise CorruptMetadataError("not serialized commit messages of paimon-dagster (they start with b'PDCM'); "
                                    "pass what PreparedCommit.to_bytes() returned")
@@ -132,6 +173,6 @@ def decode_prepared(data: bytes) -> PreparedCommit:
     reports = tuple(BucketCompaction(**{**r, "level_files_before": tuple(r["level_files_before"]),
                                          "level_files_after": tuple(r["level_files_after"])})
                     for r in record["_REPORTS"])
-    return PreparedCommit(record["_TABLE"], record["_SCHEMA_ID"], data_messages, compactions,
+    return PreparedFields(record["_TABLE"], record["_SCHEMA_ID"], data_messages, compactions,
                           record["_INDEX_BASE"], _index(record["_INDEX_FILES"]), record["_ROWS"],
                           record["_FULL"], reports)

@@ -24,6 +24,7 @@ from paimon_core.manifest import ADD, IndexManifestEntry, read_index_manifest
 from paimon_core.snapshot import BATCH_COMMIT_IDENTIFIER
 from paimon_core.write.dynamic_bucket import HASH_INDEX
 from paimon_core.write.message import CommitMessage, CompactIncrement
+from paimon_core.write.message_codec import decode_prepared, encode_prepared
 
 if TYPE_CHECKING:
     from paimon_core.table_context import TableContext
@@ -63,15 +64,11 @@ class PreparedCommit:
 
     def to_bytes(self) -> bytes:
         """The versioned binary form (see :mod:`paimon_core.write.message_codec`)."""
-        from paimon_core.write.message_codec import encode_prepared
-
         return encode_prepared(self)
 
     @staticmethod
     def from_bytes(data: bytes) -> PreparedCommit:
-        from paimon_core.write.message_codec import decode_prepared
-
-        return decode_prepared(data)
+        return PreparedCommit(*decode_prepared(data))
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,17 +29,18 @@ import pyarrow as pa
 import pyarrow.compute as pac
 
 import paimon_core as pc
+from pipelines.compaction.lsm import check_outcomes, format_state
 from pipelines.definitions import REPO_ROOT, defs
 from pipelines.demo.log_events import PARTITION_COLUMN, TABLE
 from pipelines.demo.order_source import OrderEventSource
 from pipelines.demo.orders import ORDERS_SCHEMA, ORDERS_TABLE, REVENUE_TABLE, TOTALS_TABLE, order_batches
-from pipelines.expiry import EXPIRE_JOB, expire_run_config
-from pipelines.lsm import COMPACTION_TAG, TRIGGER_COMMITS_TAG, TRIGGER_REASON_TAG, check_outcomes, format_state
-from pipelines.maintenance import maintenance_tags
-from pipelines.maintenance_checks import SnapshotSpan, relative, retention_outcome
-from pipelines.orphans import ORPHANS_JOB, orphans_run_config
+from pipelines.maintenance.expiry import EXPIRE_JOB, expire_run_config
+from pipelines.maintenance.orphans import ORPHANS_JOB, orphans_run_config
+from pipelines.maintenance.runs import maintenance_tags
+from pipelines.maintenance.verdicts import SnapshotSpan, relative, retention_outcome
 from pipelines.target import TableTarget, declared_targets
-from resources import PaimonCatalogResource
+from resources import PaimonCatalogResource, keys
+from resources.keys import COMPACTION_TAG, TRIGGER_COMMITS_TAG, TRIGGER_REASON_TAG
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +107,7 @@ def plain_metadata(result: dg.ExecuteInProcessResult, key: dg.AssetKey) -> dict[
     [event] = [e for e in result.get_asset_materialization_events() if e.asset_key == key]
     metadata = event.step_materialization_data.materialization.metadata
     return {name.rsplit("/", 1)[-1]: getattr(value, "value", value) for name, value in metadata.items()
-            if not name.startswith("paimon/lsm/")}
+            if not name.startswith(keys.LSM_PREFIX)}
 
 
 def data_check_verdict(result: dg.ExecuteInProcessResult) -> str:
@@ -134,7 +135,7 @@ def print_snapshots(table: pc.Table) -> None:
     print(f"  {'id':>4}  {'kind':<10} {'committed (UTC)':<19}  {counted:>11}  partition")
     for snap in snapshots[-SNAPSHOTS_SHOWN:]:
         when = dt_.datetime.fromtimestamp(snap.time_millis / 1000, tz=dt_.UTC)
-        partition = (snap.properties or {}).get("dagster.partition", "")
+        partition = (snap.properties or {}).get(keys.PARTITION_PROPERTY, "")
         print(f"  {snap.id:>4}  {snap.commit_kind:<10} {when:%Y-%m-%d %H:%M:%S}  "
               f"{snap.total_record_count:>11,}  {partition}")
 

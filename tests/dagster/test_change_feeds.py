@@ -19,10 +19,9 @@ import pyarrow.compute as pac
 import pytest
 
 import paimon_core as pc
-from paimon_core.errors import TableDefinitionError
 from pipelines import Column, Ingestion, PaimonTableSpec, paimon_definitions
-from pipelines.compaction import compaction_run_config, compaction_tags
-from pipelines.ingestion import target_of
+from pipelines.compaction.jobs import compaction_run_config, compaction_tags
+from pipelines.errors import TableDefinitionError
 from tests.dagster.conftest import one_line_failure
 
 STATUS = "plant.device_status"
@@ -141,10 +140,10 @@ def test_a_lookup_source_feeds_exact_counts(tmp_path: Path, instance: dg.Dagster
     for step in range(len(UPDATES)):
         run(defs, instance, STATUS_JOB)
         if step % 2 == 1:  # the changes surface when compaction pushes level 0 up
-            run(defs, instance, "paimon_compaction_job", run_config=compaction_run_config(target_of(specs[0])),
+            run(defs, instance, "paimon_compaction_job", run_config=compaction_run_config(specs[0].target()),
                 tags=compaction_tags(STATUS))
         run(defs, instance, COUNTS_JOB)
-    run(defs, instance, "paimon_compaction_job", run_config=compaction_run_config(target_of(specs[0])),
+    run(defs, instance, "paimon_compaction_job", run_config=compaction_run_config(specs[0].target()),
         tags=compaction_tags(STATUS))
     run(defs, instance, COUNTS_JOB)
 

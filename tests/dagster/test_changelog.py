@@ -2,7 +2,7 @@
 
 The compaction sensor's decisions (pure, then on a real table), the full compaction job writing
 the changelog of the keys that changed, and ``shop/order_revenue_by_status`` (the generic
-``pipelines.changes_ingestion`` consumer declared in the demo's YAML) following it through
+``pipelines.ingestion.changes`` consumer declared in the demo's YAML) following it through
 several rounds of ingestion, corrections and full compactions, exactly once across crashes
 between a batch's commit and the consumer's saved progress; then a user's own consumer declared
 with ``PaimonTableSpec`` and ``paimon_definitions``. Expected changelogs and aggregates are
@@ -28,30 +28,33 @@ from metadata_values import value_of
 import paimon_core as pc
 from paimon_core import ChangeStream
 from paimon_core.compaction.state import BucketState, LsmState
-from pipelines.changelog import PendingChanges
-from pipelines.changes_ingestion import CONSUMER_TAG, TRIGGER_SNAPSHOT_TAG, consumer_user
-from pipelines.compaction import (
+from pipelines.compaction.jobs import (
     COMPACTION_JOB,
     FULL_COMPACTION_JOB,
     compaction_run_config,
     compaction_tags,
     full_compaction_run_config,
 )
+from pipelines.compaction.sensor import REASON_FULL_DUE, REASON_LEVEL0, decide, run_key
 from pipelines.component import TableModel
 from pipelines.definitions import REPO_ROOT
 from pipelines.demo.orders import ORDERS_SCHEMA, ORDERS_TABLE, REVENUE_TABLE, revenue_deltas, synthetic_cdc
 from pipelines.factory import paimon_definitions
-from pipelines.ingestion import ensure_table
-from pipelines.lsm import (
+from pipelines.ingestion.asset import ensure_table
+from pipelines.ingestion.changes import consumer_user
+from pipelines.ingestion.consumer import PendingChanges
+from pipelines.spec.declaration import Column, Ingestion, PaimonTableSpec
+from pipelines.target import TableTarget, declared_targets
+from resources import PaimonCatalogResource, commit_user_for, write_partition
+from resources.keys import (
     COMPACTION_TAG,
+    CONSUMER_TAG,
+    TABLE_TAG,
     TRIGGER_COMMITS_TAG,
     TRIGGER_LEVEL0_TAG,
     TRIGGER_REASON_TAG,
+    TRIGGER_SNAPSHOT_TAG,
 )
-from pipelines.sensors import REASON_FULL_DUE, REASON_LEVEL0, decide, run_key
-from pipelines.spec import Column, Ingestion, PaimonTableSpec
-from pipelines.target import TABLE_TAG, TableTarget, declared_targets
-from resources import PaimonCatalogResource, commit_user_for, write_partition
 
 DAY = "2024-01-03"
 OTHER_DAY = "2024-01-04"
@@ -626,8 +629,8 @@ def test_the_revenue_asset_is_wired_downstream_of_orders(demo_defs: dg.Definitio
     node = demo_defs.resolve_asset_graph().get(REVENUE_KEY)
 
     if ORDERS_KEY not in node.parent_keys:
-        pytest.xfail("pipelines/ingestion.py:table_asset gives a changes_of consumer no dependency on its source's "
-                     "asset, so the lineage shop/orders -> shop/order_revenue_by_status is lost")
+        pytest.xfail("pipelines/ingestion/asset.py: table_asset gave a changes_of consumer no dependency on "
+                     "its source's asset, so the lineage shop/orders -> shop/order_revenue_by_status is lost")
     assert node.parent_keys == {ORDERS_KEY}
 
 

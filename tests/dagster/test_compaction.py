@@ -24,15 +24,23 @@ from metadata_values import value_of
 
 import paimon_core as pc
 from paimon_core.compaction.state import BucketState, LsmState
-from paimon_core.errors import TableDefinitionError
-from pipelines.compaction import (
+from pipelines.compaction.jobs import (
     COMPACTION_JOB,
     FULL_COMPACTION_JOB,
     compaction_run_config,
     compaction_tags,
     full_compaction_run_config,
 )
-from pipelines.compaction_tasks import CompactionPlan, FollowState, follow, mapping_key, needs_work, plan_tasks
+from pipelines.compaction.lsm import (
+    LEVEL0_CHECK,
+    SMALL_FILES_CHECK,
+    check_outcomes,
+    level0_threshold,
+    partition_spec,
+    small_files_outcome,
+)
+from pipelines.compaction.sensor import evaluate, run_key
+from pipelines.compaction.tasks import CompactionPlan, FollowState, follow, mapping_key, needs_work, plan_tasks
 from pipelines.component import TableModel
 from pipelines.definitions import REPO_ROOT, load
 from pipelines.demo.log_events import SCHEMA as LOG_SCHEMA
@@ -47,26 +55,20 @@ from pipelines.demo.orders import (
     ORDERS_TABLE,
     synthetic_cdc,
 )
+from pipelines.errors import TableDefinitionError
 from pipelines.factory import paimon_definitions
-from pipelines.lsm import (
-    COMPACTION_TAG,
+from pipelines.maintenance.verdicts import ORPHANS_CHECK, RETENTION_CHECK
+from pipelines.spec.declaration import Column, Compaction, Ingestion, PaimonTableSpec, Partitions
+from pipelines.target import (
     FOLLOW_ENV,
-    FOLLOW_TAG,
-    LEVEL0_CHECK,
     SENSOR_INTERVAL_ENV,
-    SMALL_FILES_CHECK,
-    check_outcomes,
+    TableTarget,
+    declared_targets,
     follow_seconds,
-    level0_threshold,
-    partition_spec,
     sensor_interval_seconds,
-    small_files_outcome,
 )
-from pipelines.maintenance_checks import ORPHANS_CHECK, RETENTION_CHECK
-from pipelines.sensors import evaluate, run_key
-from pipelines.spec import Column, Compaction, Ingestion, PaimonTableSpec, Partitions
-from pipelines.target import TableTarget, declared_targets
 from resources import PaimonCatalogResource, write_partition
+from resources.keys import COMPACTION_TAG, FOLLOW_TAG
 from resources.writes import CHUNK_PROPERTY, FINAL_PROPERTY, chunked
 
 DAY = "2024-01-03"

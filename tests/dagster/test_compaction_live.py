@@ -32,8 +32,7 @@ import pytest
 from live_dagster import FINISHED, LiveDagster, live_dagster
 
 import paimon_core as pc
-from pipelines.changelog import pending_changes
-from pipelines.changes_ingestion import CONSUMER_TAG
+from pipelines.compaction.sensor import REASON_FULL_DUE, REASON_LEVEL0
 from pipelines.demo.order_source import OrderEventSource
 from pipelines.demo.orders import (
     ORDERS_CHANGELOG_OPTIONS,
@@ -44,9 +43,9 @@ from pipelines.demo.orders import (
     REVENUE_TABLE,
     synthetic_cdc,
 )
-from pipelines.lsm import COMPACTION_TAG, FOLLOW_ENV, SENSOR_INTERVAL_ENV, TRIGGER_LEVEL0_TAG, TRIGGER_REASON_TAG
-from pipelines.sensors import REASON_FULL_DUE, REASON_LEVEL0
-from pipelines.target import TABLE_TAG
+from pipelines.ingestion.consumer import pending_changes
+from pipelines.target import FOLLOW_ENV, SENSOR_INTERVAL_ENV
+from resources.keys import COMPACTION_TAG, CONSUMER_TAG, TABLE_TAG, TRIGGER_LEVEL0_TAG, TRIGGER_REASON_TAG
 
 pytestmark = [pytest.mark.slow, pytest.mark.live]  # a real webserver and daemon
 

@@ -15,8 +15,8 @@ import paimon_core as pc
 from pipelines.definitions import load
 from pipelines.demo.log_events import SCHEMA, TABLE, TABLE_OPTIONS, synthetic_batches
 from pipelines.demo.log_source import LogEventSource
-from pipelines.target import TABLE_TAG
 from resources import PaimonWrite, commit_user_for, write_partition
+from resources.keys import TABLE_TAG
 from tests.dagster.conftest import LOGS_JOB, small_sources
 from tests.dagster.metadata_values import value_of
 

@@ -12,14 +12,14 @@ import dagster as dg
 import pytest
 import yaml
 
-from paimon_core.errors import TableDefinitionError
+from pipelines import names
 from pipelines.component import TableModel
 from pipelines.definitions import ENDPOINT_ENV, REPO_ROOT, WAREHOUSE_ENV, default_warehouse, defs, load
+from pipelines.errors import TableDefinitionError
 from pipelines.factory import SHARED_JOBS, paimon_definitions
-from pipelines.ingestion import POOL_PREFIX
-from pipelines.maintenance_checks import ORPHANS_CHECK, RETENTION_CHECK
-from pipelines.spec import PaimonTableSpec
-from pipelines.target import TABLE_TAG
+from pipelines.maintenance.verdicts import ORPHANS_CHECK, RETENTION_CHECK
+from pipelines.spec.declaration import PaimonTableSpec
+from resources.keys import TABLE_TAG
 from tests.dagster.conftest import LOGS_JOB, ORDERS_JOB, TOTALS_JOB, small_sources
 
 TEMPLATE = REPO_ROOT / "dagster_home" / "dagster.yaml"
@@ -107,7 +107,7 @@ def test_ingestion_is_one_op_per_asset_in_the_tables_pool() -> None:
         asset = graph.get(key).assets_def
         assert asset.node_def.name == "__".join(key.path)  # shop__orders, no longer ingest_orders
         assert isinstance(asset.node_def, dg.OpDefinition)
-        assert asset.op.pool == f"{POOL_PREFIX}{table}" == f"paimon-write/{table}"
+        assert asset.op.pool == names.pool(table) == f"paimon-write/{table}"
         assert asset.op.tags["paimon/operation"].startswith("ingest-")
         assert asset.op.retry_policy is not None and asset.op.retry_policy.max_retries == 3
 

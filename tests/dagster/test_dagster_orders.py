@@ -39,8 +39,8 @@ from pipelines.demo.orders import (
     user_contributions,
 )
 from pipelines.factory import paimon_definitions
-from pipelines.target import TABLE_TAG
 from resources import commit_user_for, write_partition
+from resources.keys import TABLE_TAG
 from tests.dagster.conftest import ORDERS_JOB, TOTALS_JOB, JobRunner, small_sources
 from tests.dagster.metadata_values import value_of
 

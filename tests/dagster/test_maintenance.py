@@ -22,17 +22,19 @@ from conftest import JobRunner, one_line_failure
 from metadata_values import value_of
 
 import paimon_core as pc
-from paimon_core.errors import TableDefinitionError
-from pipelines.compaction import COMPACTION_JOB, compaction_run_config, compaction_tags
+from pipelines.compaction.jobs import COMPACTION_JOB, compaction_run_config, compaction_tags
+from pipelines.compaction.sensor import pending_compaction
+from pipelines.cron import DEFAULT_EXPIRE_CRON, DEFAULT_ORPHANS_CRON, scheduled_ticks
 from pipelines.demo.log_events import SCHEMA as LOG_SCHEMA
 from pipelines.demo.log_events import TABLE as LOG_TABLE
 from pipelines.demo.log_events import TABLE_OPTIONS as LOG_OPTIONS
 from pipelines.demo.log_events import synthetic_batches
-from pipelines.expiry import EXPIRE_JOB, expire_run_config
+from pipelines.errors import TableDefinitionError
 from pipelines.factory import paimon_definitions
-from pipelines.lsm import COMPACTION_TAG
-from pipelines.maintenance import maintenance_tags
-from pipelines.maintenance_checks import (
+from pipelines.maintenance.expiry import EXPIRE_JOB, expire_run_config
+from pipelines.maintenance.orphans import ORPHANS_JOB, orphans_run_config, writers_running
+from pipelines.maintenance.runs import maintenance_tags
+from pipelines.maintenance.verdicts import (
     ORPHANS_CHECK,
     RETENTION_CHECK,
     expire_cron,
@@ -40,12 +42,10 @@ from pipelines.maintenance_checks import (
     orphans_outcome,
     retention_outcome,
 )
-from pipelines.orphans import ORPHANS_JOB, orphans_run_config, writers_running
-from pipelines.schedule_ticks import scheduled_ticks
-from pipelines.sensors import pending_compaction
-from pipelines.spec import Column, Maintenance, PaimonTableSpec, Partitions
-from pipelines.target import DEFAULT_EXPIRE_CRON, DEFAULT_ORPHANS_CRON, TABLE_TAG, TableTarget, declared_targets
+from pipelines.spec.declaration import Column, Maintenance, PaimonTableSpec, Partitions
+from pipelines.target import TableTarget, declared_targets
 from resources import PaimonCatalogResource
+from resources.keys import COMPACTION_TAG, TABLE_TAG
 
 DAY = "2024-01-03"
 COMMITS = 8

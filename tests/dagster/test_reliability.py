@@ -50,7 +50,7 @@ from test_changelog import demo_definitions, demo_spec, demo_specs
 
 import paimon_core as pc
 from paimon_core.commit import FileStoreCommit
-from pipelines.compaction import (
+from pipelines.compaction.jobs import (
     COMPACTION_JOB,
     FULL_COMPACTION_JOB,
     compaction_run_config,
@@ -63,11 +63,11 @@ from pipelines.demo.log_events import synthetic_batches
 from pipelines.demo.log_source import LogEventSource
 from pipelines.demo.order_source import OrderEventSource
 from pipelines.demo.orders import ORDERS_TABLE, REVENUE_TABLE, order_batches
-from pipelines.expiry import EXPIRE_JOB, expire_run_config
 from pipelines.factory import paimon_definitions
-from pipelines.ingestion import ensure_table
-from pipelines.maintenance import maintenance_tags
-from pipelines.orphans import ORPHANS_JOB, orphans_run_config
+from pipelines.ingestion.asset import ensure_table
+from pipelines.maintenance.expiry import EXPIRE_JOB, expire_run_config
+from pipelines.maintenance.orphans import ORPHANS_JOB, orphans_run_config
+from pipelines.maintenance.runs import maintenance_tags
 from pipelines.target import TableTarget, declared_targets
 from resources import PaimonCatalogResource, commit_user_for, write_partition
 from resources.writes import CHUNK_PROPERTY, FINAL_PROPERTY
@@ -477,7 +477,7 @@ from pipelines.component import TableModel
 from pipelines.demo.log_source import LogEventSource
 from pipelines.demo.order_source import OrderEventSource
 from pipelines.factory import paimon_definitions
-from pipelines.spec import Ingestion
+from pipelines.spec.declaration import Ingestion
 
 specs = []
 for raw in yaml.safe_load(Path(spec["tables"]).read_text())["attributes"]["tables"]:

@@ -12,16 +12,17 @@ import pytest
 import yaml
 
 import paimon_core as pc
-from pipelines.compaction import FULL_COMPACTION_JOB, compaction_tags, full_compaction_run_config
+from pipelines.compaction.jobs import FULL_COMPACTION_JOB, compaction_tags, full_compaction_run_config
 from pipelines.component import TableModel
 from pipelines.definitions import REPO_ROOT
-from pipelines.expiry import EXPIRE_JOB, expire_run_config
 from pipelines.factory import paimon_definitions
-from pipelines.maintenance import maintenance_tags
-from pipelines.orphans import ORPHANS_JOB, orphans_run_config
-from pipelines.spec import PaimonTableSpec
-from pipelines.target import TABLE_TAG, declared_targets
+from pipelines.maintenance.expiry import EXPIRE_JOB, expire_run_config
+from pipelines.maintenance.orphans import ORPHANS_JOB, orphans_run_config
+from pipelines.maintenance.runs import maintenance_tags
+from pipelines.spec.declaration import PaimonTableSpec
+from pipelines.target import declared_targets
 from resources import PaimonCatalogResource
+from resources.keys import TABLE_TAG
 from tests.dagster.conftest import LOGS_JOB, ROWS, JobRunner, OrdersDayMaterializer, small_sources
 from tests.s3.servers import ACCESS_KEY, REGION, SECRET_KEY, S3Server
 from tests.s3.store import Store

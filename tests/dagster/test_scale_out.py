@@ -22,11 +22,11 @@ import pyarrow.parquet as pq
 import pytest
 
 import paimon_core as pc
-from pipelines.compaction import compaction_tags, full_compaction_run_config
+from pipelines import names
+from pipelines.compaction.jobs import compaction_tags, full_compaction_run_config
 from pipelines.factory import paimon_definitions
-from pipelines.fanout import IngestSlice, plan_slices
-from pipelines.ingestion import target_of
-from pipelines.spec import Column, Compaction, Ingestion, PaimonTableSpec, Partitions
+from pipelines.ingestion.fanout import IngestSlice, plan_slices
+from pipelines.spec.declaration import Column, Compaction, Ingestion, PaimonTableSpec, Partitions
 from resources.landing_location import LandedFile, LandingLocation
 
 ENV = "PAIMON_SCALE_OUT"  # JSON: warehouse, landing, workers, executor, executor_config, compaction
@@ -72,7 +72,7 @@ def scale_out_definitions(described: str | None = None) -> dg.Definitions:
     settings = json.loads(described or os.environ[ENV])
     executor = None
     if settings.get("executor") == "dask":
-        from pipelines.dask_executor import dask_executor
+        from pipelines.executors.dask import dask_executor
 
         executor = dask_executor.configured(settings["executor_config"])
     return paimon_definitions(specs(settings), warehouse=settings["warehouse"], executor=executor)
@@ -202,7 +202,7 @@ def test_a_retried_write_step_rewrites_only_its_own_files(setup: Any, instance: 
             raise OSError("connection reset while writing")
         return real(t, data, **kwargs)
 
-    monkeypatch.setattr("pipelines.fanout.prepare_share", failing_once)
+    monkeypatch.setattr("pipelines.ingestion.fanout.prepare_share", failing_once)
     result = materialize("ingest_cdc_accounts_job", DAYS[0], instance)
     assert result.success and sorted(attempts) == [0, 1, 1]
     accounts = table(settings, ACCOUNTS)
@@ -222,13 +222,13 @@ def test_compaction_fans_out_per_group_of_buckets(setup: Any, instance: dg.Dagst
     reference = setup("reference")
     for day in DAYS:
         materialize("ingest_cdc_accounts_job", day, instance)
-    target = target_of(specs(reference)[0])
+    target = specs(reference)[0].target()
     scale_out_job("paimon_full_compaction_job").execute_in_process(
         instance=instance, run_config=full_compaction_run_config(target), tags=compaction_tags(ACCOUNTS))
     settings = setup("fanned", compaction={"buckets_per_step": 1, "commit_once": commit_once})
     for day in DAYS:
         materialize("ingest_cdc_accounts_job", day, instance)
-    target = target_of(specs(settings)[0])
+    target = specs(settings)[0].target()
     result = scale_out_job("paimon_full_compaction_job").execute_in_process(
         instance=instance, run_config=full_compaction_run_config(target), tags=compaction_tags(ACCOUNTS))
     steps = [e.step_key for e in result.all_events if e.event_type_value == "STEP_SUCCESS"
@@ -307,7 +307,7 @@ def test_dask_executor_writes_compacts_and_reads_on_the_cluster(setup: Any, inst
                 assert result.success
                 step_pids |= {e.pid for e in result.all_events if e.event_type_value == "STEP_START"}
     compaction = reconstructable("paimon_full_compaction_job", settings)
-    target = target_of(specs(settings)[0])
+    target = specs(settings)[0].target()
     with dg.execute_job(compaction, instance=instance, run_config=full_compaction_run_config(target),
                         tags=compaction_tags(ACCOUNTS)) as result:
         assert result.success
@@ -330,6 +330,46 @@ def test_dask_executor_writes_compacts_and_reads_on_the_cluster(setup: Any, inst
         assert sorted(everything["id"]) == sorted(clicks.read(columns=["id"]).column("id").to_pylist())
 
 
+
+def _without_in_process_step_body() -> None:
+    """On a Dask worker: act as a Dagster release that moved the in-process step body would."""
+    import pipelines.executors.dask as dask_module
+
+    dask_module.execute_step_body = lambda: None  # type: ignore[assignment]
+
+
+def _with_in_process_step_body() -> None:
+    import pipelines.dagster_internals as internals
+    import pipelines.executors.dask as dask_module
+
+    dask_module.execute_step_body = internals.execute_step_body
+
+
+@pytest.mark.slow
+def test_dask_steps_run_through_the_public_execute_step_command_when_the_internal_body_is_gone(
+        setup: Any, instance: dg.DagsterInstance, dask_cluster: Any) -> None:
+    reference = setup("reference", workers=1)
+    materialize(names.ingestion_job(ACCOUNTS), DAYS[0], instance)
+    config = {"cluster": {"existing": {"address": dask_cluster.scheduler_address}}}
+    settings = setup(workers=2, executor="dask", executor_config=config)
+    from distributed import Client
+
+    with Client(dask_cluster) as client:
+        worker_pids = set(client.run(os.getpid).values())
+        client.run(_without_in_process_step_body)
+        try:
+            with dg.execute_job(reconstructable(names.ingestion_job(ACCOUNTS), settings), instance=instance,
+                                tags={"dagster/partition": DAYS[0]}) as result:
+                assert result.success
+                starts = [e.pid for e in result.all_events if e.event_type_value == "STEP_START"]
+        finally:
+            client.run(_with_in_process_step_body)
+    # every step (plan, two write shares, commit, checks) ran in a `dagster api execute_step` process
+    # of its own that a worker started, not in the worker
+    assert len(starts) >= 4 and len(set(starts)) == len(starts) and not set(starts) & worker_pids
+    accounts = table(settings, ACCOUNTS)
+    assert accounts.read().sort_by(SORT).equals(table(reference, ACCOUNTS).read().sort_by(SORT))
+
 def test_k8s_and_celery_executor_config_is_validated_when_definitions_load(setup: Any) -> None:
     k8s = {"job_namespace": "data", "env_secrets": ["paimon-s3"], "max_concurrent": 8,
            "step_k8s_config": {"container_config": {"resources": {"limits": {"memory": "4Gi"}}}}}
@@ -339,7 +379,7 @@ def test_k8s_and_celery_executor_config_is_validated_when_definitions_load(setup
     assert executor.name.startswith("k8s")
     setup(workers=4, executor="celery", executor_config={"broker": {"env": "CELERY_BROKER_URL"}})
     assert scale_out_definitions().resolve_job_def("ingest_web_clicks_job").executor_def.name.startswith("celery")
-    from paimon_core.errors import TableDefinitionError
+    from pipelines.errors import TableDefinitionError
 
     setup(workers=4, executor="k8s", executor_config={"job_namespac": "data"})
     with pytest.raises(TableDefinitionError, match=r'ingestion.executor_config is not valid for k8s.*"job_namespac"'):
@@ -350,7 +390,7 @@ def test_k8s_and_celery_executor_config_is_validated_when_definitions_load(setup
 
 
 def test_fan_out_declarations_are_checked() -> None:
-    from paimon_core.errors import TableDefinitionError
+    from pipelines.errors import TableDefinitionError
 
     def no_slice(context: Any) -> pa.Table:
         return pa.table({"id": [1]})

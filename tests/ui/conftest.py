@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pipelines.definitions import REPO_ROOT
-from pipelines.lsm import SENSOR_INTERVAL_ENV
+from pipelines.target import SENSOR_INTERVAL_ENV
 from tests.dagster.live_dagster import LiveDagster
 
 if TYPE_CHECKING:

@@ -38,10 +38,10 @@ if chromium_path() is None:  # pragma: no cover - depends on the environment
     pytest.skip("UI tests need chromium (/usr/bin/chromium: `apt-get install chromium`); SKIPPED",
                 allow_module_level=True)
 
+from pipelines.compaction.lsm import LEVEL0_CHECK, SMALL_FILES_CHECK
 from pipelines.definitions import REPO_ROOT
-from pipelines.lsm import LEVEL0_CHECK, SMALL_FILES_CHECK
-from pipelines.maintenance_checks import ORPHANS_CHECK, RETENTION_CHECK
-from pipelines.target import TABLE_TAG
+from pipelines.maintenance.verdicts import ORPHANS_CHECK, RETENTION_CHECK
+from resources.keys import TABLE_TAG
 from tests.dagster.live_dagster import FINISHED, LOCATION, LiveDagster
 
 pytestmark = pytest.mark.slow

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipelines.resumption import EarlierRun, to_resume
+from pipelines.ingestion.resumption import EarlierRun, to_resume
 
 PROGRESS = {"a": (2, False), "b": (4, True), "c": (0, False), "d": (1, False)}
 

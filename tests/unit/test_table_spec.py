@@ -8,9 +8,18 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from paimon_core.errors import TableDefinitionError
 from pipelines.component import TableModel
-from pipelines.spec import Column, Compaction, DataChecks, Ingestion, Input, Maintenance, PaimonTableSpec, Partitions
+from pipelines.errors import TableDefinitionError
+from pipelines.spec.declaration import (
+    Column,
+    Compaction,
+    DataChecks,
+    Ingestion,
+    Input,
+    Maintenance,
+    PaimonTableSpec,
+    Partitions,
+)
 from resources.landing_location import LandingLocation, template_regex
 from resources.partition_mapping import PartitionMapping, PartitionMappingError, static_mapping, time_mapping
 from resources.writes import InputPolicy

@@ -17,17 +17,18 @@ import dagster as dg
 from pydantic import Field
 
 import paimon_core as pc
-from pipelines.maintenance import MaintenanceConfig, maintenance_schedule, maintenance_target, record
-from pipelines.maintenance_checks import SnapshotSpan, consumers_text, paths_md, relative, retention_outcome
-from pipelines.schedule_ticks import iso
+from pipelines import names
+from pipelines.cron import iso
+from pipelines.maintenance.runs import MaintenanceConfig, maintenance_schedule, maintenance_target, record
+from pipelines.maintenance.verdicts import SnapshotSpan, consumers_text, paths_md, relative, retention_outcome
+from pipelines.names import EXPIRE_JOB
 from pipelines.target import TableTarget
-from resources import PaimonCatalogResource
+from resources import PaimonCatalogResource, keys
 from resources.metadata import plottable
 
-EXPIRE_JOB = "paimon_expire_snapshots_job"
 # What an expiry observation charts in the asset's Plots: snapshots retained, expired, bytes freed.
-PLOTTED = frozenset({"paimon/maintenance/snapshots_retained_after", "paimon/maintenance/snapshots_expired",
-                     "paimon/maintenance/bytes"})
+PLOTTED = frozenset({keys.MAINTENANCE_SNAPSHOTS_RETAINED_AFTER, keys.MAINTENANCE_SNAPSHOTS_EXPIRED,
+                     keys.MAINTENANCE_BYTES})
 
 
 class ExpireSnapshotsConfig(MaintenanceConfig):
@@ -64,41 +65,41 @@ def automatic_tags(table: pc.Table) -> bool:
 def expiry_metadata(table: pc.Table, plan: pc.ExpiryPlan, before: SnapshotSpan, after: SnapshotSpan,
                     older_than_ms: int | None, tags: pc.AutoTagResult | None = None) -> dict[str, Any]:
     deleted = [*plan.data_files, *plan.changelog_files, *plan.index_files, *plan.metadata_files]
-    auto = {} if tags is None else {"paimon/maintenance/automatic_tag_created": tags.created or "-",
-                                    "paimon/maintenance/automatic_tags_deleted": ", ".join(tags.deleted) or "-"}
+    auto = {} if tags is None else {keys.MAINTENANCE_AUTOMATIC_TAG_CREATED: tags.created or "-",
+                                    keys.MAINTENANCE_AUTOMATIC_TAGS_DELETED: ", ".join(tags.deleted) or "-"}
     return {
-        "paimon/maintenance/table": table.name,
-        "paimon/maintenance/dry_run": plan.dry_run,
-        "paimon/maintenance/snapshots_expired": len(plan.snapshots),
-        "paimon/maintenance/expired_snapshots": f"{plan.snapshots[0]}..{plan.snapshots[-1]}" if plan.snapshots else "-",
+        keys.MAINTENANCE_TABLE: table.name,
+        keys.MAINTENANCE_DRY_RUN: plan.dry_run,
+        keys.MAINTENANCE_SNAPSHOTS_EXPIRED: len(plan.snapshots),
+        keys.MAINTENANCE_EXPIRED_SNAPSHOTS: f"{plan.snapshots[0]}..{plan.snapshots[-1]}" if plan.snapshots else "-",
         # Ids as text (worth reading, not plotting); the counts below are the plots.
-        "paimon/maintenance/earliest_snapshot_before": str(before.earliest) if before.earliest is not None else "-",
-        "paimon/maintenance/earliest_snapshot_after": (str(plan.earliest_after) if plan.earliest_after is not None
+        keys.MAINTENANCE_EARLIEST_SNAPSHOT_BEFORE: str(before.earliest) if before.earliest is not None else "-",
+        keys.MAINTENANCE_EARLIEST_SNAPSHOT_AFTER: (str(plan.earliest_after) if plan.earliest_after is not None
                                                        else "-"),
-        "paimon/maintenance/latest_snapshot": str(after.latest) if after.latest is not None else "-",
-        "paimon/maintenance/snapshots_retained_before": before.count,
-        "paimon/maintenance/snapshots_retained_after": after.count,
-        "paimon/maintenance/data_files": len(plan.data_files),
-        "paimon/maintenance/changelog_files": len(plan.changelog_files),
-        "paimon/maintenance/index_files": len(plan.index_files),
-        "paimon/maintenance/metadata_files": len(plan.metadata_files),
-        "paimon/maintenance/bytes": plan.bytes,  # data, changelog and index files
+        keys.MAINTENANCE_LATEST_SNAPSHOT: str(after.latest) if after.latest is not None else "-",
+        keys.MAINTENANCE_SNAPSHOTS_RETAINED_BEFORE: before.count,
+        keys.MAINTENANCE_SNAPSHOTS_RETAINED_AFTER: after.count,
+        keys.MAINTENANCE_DATA_FILES: len(plan.data_files),
+        keys.MAINTENANCE_CHANGELOG_FILES: len(plan.changelog_files),
+        keys.MAINTENANCE_INDEX_FILES: len(plan.index_files),
+        keys.MAINTENANCE_METADATA_FILES: len(plan.metadata_files),
+        keys.MAINTENANCE_BYTES: plan.bytes,  # data, changelog and index files
         # Long-lived changelog (changelog.* retention beyond snapshot.*): kept as changelog-N, or gone.
-        "paimon/maintenance/changelogs_kept": len(plan.changelogs_kept),
-        "paimon/maintenance/long_lived_changelogs_expired": len(plan.changelogs_expired),
+        keys.MAINTENANCE_CHANGELOGS_KEPT: len(plan.changelogs_kept),
+        keys.MAINTENANCE_LONG_LIVED_CHANGELOGS_EXPIRED: len(plan.changelogs_expired),
         # Consumers idle past consumer.expiration-time no longer pin snapshots: removed.
-        "paimon/maintenance/stale_consumers_removed": ", ".join(plan.stale_consumers) or "-",
-        "paimon/maintenance/older_than": (iso(older_than_ms) if older_than_ms is not None
+        keys.MAINTENANCE_STALE_CONSUMERS_REMOVED: ", ".join(plan.stale_consumers) or "-",
+        keys.MAINTENANCE_OLDER_THAN: (iso(older_than_ms) if older_than_ms is not None
                                           else "now - snapshot.time-retained"),
-        "paimon/maintenance/consumers": consumers_text(table),
-        "paimon/maintenance/duration_s": round(plan.duration_s, 3),
+        keys.MAINTENANCE_CONSUMERS: consumers_text(table),
+        keys.MAINTENANCE_DURATION_S: round(plan.duration_s, 3),
         **auto,
-        "paimon/maintenance/files": paths_md(table, deleted),
+        keys.MAINTENANCE_FILES: paths_md(table, deleted),
     }
 
 
 
-@dg.op(tags={"paimon/operation": "expire-snapshots"})
+@dg.op(tags={keys.OPERATION_TAG: "expire-snapshots"})
 def expire_snapshots(context: dg.OpExecutionContext, config: ExpireSnapshotsConfig,
                      paimon_catalog: PaimonCatalogResource) -> dg.Output[pc.ExpiryPlan]:
     """Expire the table's old snapshots and the files only they reached; observe the table's asset."""
@@ -119,14 +120,14 @@ def expire_snapshots(context: dg.OpExecutionContext, config: ExpireSnapshotsConf
     if not plan.dry_run:
         context.log_event(dg.AssetObservation(
             asset_key=target.asset_key, metadata=plottable(metadata, PLOTTED),
-            description=(f"expired snapshots {metadata['paimon/maintenance/expired_snapshots']}, {plan.bytes:,} bytes"
+            description=(f"expired snapshots {metadata[keys.MAINTENANCE_EXPIRED_SNAPSHOTS]}, {plan.bytes:,} bytes"
                          if plan.snapshots else "snapshot expiry: no snapshot to expire")))
     record(context, target, retention_outcome(table, target))
     return dg.Output(plan, metadata=metadata)
 
 
 
-@dg.job(name=EXPIRE_JOB, executor_def=dg.in_process_executor, tags={"paimon/operation": "expire-snapshots"},
+@dg.job(name=EXPIRE_JOB, executor_def=dg.in_process_executor, tags={keys.OPERATION_TAG: "expire-snapshots"},
         description="Expire one Paimon table's old snapshots with its retention options (or the config's "
         "overrides), deleting the files only they reached; consumers and tags are respected. Launched by "
         "the expire_snapshots_<db>_<table> schedules with paimon/compaction=<db.table>.")
@@ -142,7 +143,7 @@ def expire_schedule(target: TableTarget, *, cron: str, retain_min: int | None = 
         return expire_run_config(target, retain_min=retain_min, retain_max=retain_max, max_deletes=max_deletes)
 
     return maintenance_schedule(
-        target, name=f"expire_snapshots_{target.name}", cron=cron, job=paimon_expire_snapshots_job,
+        target, name=names.expire_schedule(target.table), cron=cron, job=paimon_expire_snapshots_job,
         run_config=run_config,
         description=f"Expire {target.table}'s snapshots beyond its retention (snapshot.num-retained.*, "
         "snapshot.time-retained); RUNNING by default: it deletes only what the retention allows.")

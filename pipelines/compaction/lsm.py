@@ -9,76 +9,19 @@ so a sensor tick or a check costs a few small reads.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
 
 import paimon_core as pc
+from pipelines.names import LEVEL0_CHECK, SMALL_FILES_CHECK
 from pipelines.target import TableTarget
+from pipelines.verdicts import CheckOutcome
 
-# Runs that compact a table carry COMPACTION_TAG=<db.table>; dagster.yaml allows one such run per
-# table at a time. It is not the ingestion tag (paimon/table), so ingestion and compaction of one
-# table run side by side: ingestion only adds files (write-only), compaction replaces them, and
-# the engine lands both (an APPEND never conflicts with a COMPACT). The maintenance runs
-# (snapshot expiry, orphan-file cleanup) carry it too, so they never run next to a compaction of
-# the same table: the tag means "replaces or deletes the table's files".
-COMPACTION_TAG = "paimon/compaction"
-# The level-0 file count that made the sensor ask for the run, and the snapshot it saw.
-TRIGGER_LEVEL0_TAG = "paimon/trigger-level0"
-TRIGGER_SNAPSHOT_TAG = "paimon/trigger-snapshot"
-# Why the sensor asked for the run: "level0" (a bucket's level 0 reached the threshold) and/or
-# "full-compaction-due" (full-compaction.delta-commits data commits since the last full
-# compaction), comma-separated; and, for tables with scheduled full compactions, the commits
-# since the last one over the interval ("5/5").
-TRIGGER_REASON_TAG = "paimon/trigger-reason"
-TRIGGER_COMMITS_TAG = "paimon/trigger-commits-since-full"
-# Runs that keep compacting as writers commit (follow mode) say for how long.
-FOLLOW_TAG = "paimon/compaction-follow"
-# Seconds between two evaluations of a compaction sensor when the table's spec does not say
-# (the daemon evaluates sensors at most every 5 s whatever this says). Read when the code
-# location loads.
-SENSOR_INTERVAL_ENV = "PAIMON_COMPACTION_SENSOR_INTERVAL"
-DEFAULT_SENSOR_INTERVAL_S = 30
-# Seconds a sensor-launched run keeps following the table when its spec does not say; 0 (the
-# default) means one pass per run.
-FOLLOW_ENV = "PAIMON_COMPACTION_FOLLOW_SECONDS"
 # Buckets shown in metadata tables; the worst ones (most level-0 files) come first.
 BUCKETS_SHOWN = 20
 
-LEVEL0_CHECK = "level0_below_stop_trigger"
-SMALL_FILES_CHECK = "small_files"
-
-
-def env_seconds(name: str, default: int, *, minimum: int) -> int:
-    """Whole seconds from the environment variable ``name``, checked, or ``default``."""
-    configured = os.environ.get(name, "").strip()
-    if not configured:
-        return default
-    try:
-        seconds = int(configured)
-    except ValueError:
-        raise dg.DagsterInvariantViolationError(
-            f"${name} must be a whole number of seconds, got {configured!r}") from None
-    if seconds < minimum:
-        raise dg.DagsterInvariantViolationError(f"${name} must be at least {minimum}, got {seconds}")
-    return seconds
-
-
-def sensor_interval_seconds(configured: int | None = None) -> int:
-    """``configured``, else ``$PAIMON_COMPACTION_SENSOR_INTERVAL`` (seconds, at least 1), else 30."""
-    if configured is not None:
-        return configured
-    return env_seconds(SENSOR_INTERVAL_ENV, DEFAULT_SENSOR_INTERVAL_S, minimum=1)
-
-
-def follow_seconds(configured: int | None = None) -> int:
-    """``configured``, else ``$PAIMON_COMPACTION_FOLLOW_SECONDS``, else 0 (one pass per run)."""
-    if configured is not None:
-        return configured
-    return env_seconds(FOLLOW_ENV, 0, minimum=0)
 
 
 def default_level0_threshold(table: pc.Table) -> int:
@@ -144,43 +87,6 @@ def state_metadata(state: pc.LsmState) -> dict[str, Any]:
         "bytes": sum(b.total_bytes for b in state.buckets),
         "levels": levels_table(state),
     }
-
-
-def lsm_metadata(state: pc.LsmState) -> dict[str, Any]:
-    """The table's shape as plottable numbers (``paimon/lsm/*``), recorded with every write and
-    after every compaction so the asset's plots show level 0 growing and compaction folding it:
-    the worst bucket's level-0 files, the bytes the picker would rewrite now, and files and bytes
-    per level over all buckets."""
-    levels = max((len(b.level_files) for b in state.buckets), default=0)
-    per_level = [sum(b.level_files[i] for b in state.buckets if i < len(b.level_files)) for i in range(levels)]
-    metadata: dict[str, Any] = {
-        "paimon/lsm/max_level0_files": state.max_level0_files,
-        "paimon/lsm/debt_bytes": state.debt_bytes,
-        "paimon/lsm/files": sum(b.files for b in state.buckets),
-        "paimon/lsm/bytes": sum(b.total_bytes for b in state.buckets),
-    }
-    metadata.update({f"paimon/lsm/level{level}_files": count for level, count in enumerate(per_level) if count})
-    return metadata
-
-
-@dataclass(frozen=True, slots=True)
-class CheckOutcome:
-    """One LSM check's verdict, convertible to a check result (in a check) or evaluation (in an op)."""
-
-    name: str
-    passed: bool
-    severity: dg.AssetCheckSeverity
-    description: str
-    metadata: dict[str, Any]
-
-    def result(self, asset_key: dg.AssetKey) -> dg.AssetCheckResult:
-        return dg.AssetCheckResult(asset_key=asset_key, check_name=self.name, passed=self.passed,
-                                   severity=self.severity, description=self.description, metadata=self.metadata)
-
-    def evaluation(self, asset_key: dg.AssetKey) -> dg.AssetCheckEvaluation:
-        return dg.AssetCheckEvaluation(asset_key=asset_key, check_name=self.name, passed=self.passed,
-                                       severity=self.severity, description=self.description,
-                                       metadata=self.metadata)
 
 
 def level0_outcome(state: pc.LsmState) -> CheckOutcome:

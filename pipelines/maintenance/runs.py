@@ -5,16 +5,16 @@ so every commit's snapshot, manifests and every file a compaction or overwrite r
 stay forever. Two shared jobs do what a maintaining Paimon writer (or Paimon's procedures)
 would, each run for one table named in its config (``pipelines.target``):
 
-- ``paimon_expire_snapshots_job`` (``pipelines.expiry``): ``Table.expire_snapshots`` with the
+- ``paimon_expire_snapshots_job`` (``pipelines.maintenance.expiry``): ``Table.expire_snapshots`` with the
   table's retention (``snapshot.num-retained.min`` 10, ``snapshot.num-retained.max``,
   ``snapshot.time-retained`` 1 h, ``snapshot.expire.limit`` 50) unless the spec or the run
   overrides it; consumers' unread snapshots and tagged snapshots are kept by the engine.
-- ``paimon_remove_orphan_files_job`` (``pipelines.orphans``): ``Table.remove_orphan_files``,
+- ``paimon_remove_orphan_files_job`` (``pipelines.maintenance.orphans``): ``Table.remove_orphan_files``,
   files no snapshot or tag references and older than a day.
 
 Each run logs one line of what it deleted, attaches counts as output metadata and, unless it
 was a dry run, as an ``AssetObservation`` on the table's asset, and records the matching check
-(``pipelines.maintenance_checks``) as of after the run.
+(``pipelines.maintenance.verdicts``) as of after the run.
 
 **Concurrency.** Maintenance runs carry ``paimon/compaction=<db.table>``, the tag
 ``dagster_home/dagster.yaml`` limits to one run per table: so an expiry or a cleanup never runs
@@ -39,10 +39,11 @@ from pydantic import Field
 
 import paimon_core as pc
 from paimon_core.errors import DatabaseNotFoundError, TableNotFoundError
-from pipelines.lsm import COMPACTION_TAG, CheckOutcome
-from pipelines.schedule_ticks import current_ms, parse_time
+from pipelines.cron import current_ms, parse_time
 from pipelines.target import TableTarget, TargetConfig, existing_table, resolve_target
+from pipelines.verdicts import CheckOutcome
 from resources import PaimonCatalogResource
+from resources.keys import COMPACTION_TAG
 
 
 class MaintenanceConfig(TargetConfig):

@@ -18,17 +18,18 @@ from pydantic import Field
 
 import paimon_core as pc
 from paimon_core.errors import OptionError
-from pipelines.lsm import COMPACTION_TAG
-from pipelines.maintenance import MaintenanceConfig, maintenance_schedule, maintenance_target, record
-from pipelines.maintenance_checks import ORPHAN_KINDS, PATHS_SHOWN, kind_of, orphans_outcome, paths_md, relative
-from pipelines.schedule_ticks import iso
-from pipelines.target import TABLE_TAG, TableTarget
-from resources import PaimonCatalogResource
+from pipelines import names
+from pipelines.cron import iso
+from pipelines.maintenance.runs import MaintenanceConfig, maintenance_schedule, maintenance_target, record
+from pipelines.maintenance.verdicts import ORPHAN_KINDS, PATHS_SHOWN, kind_of, orphans_outcome, paths_md, relative
+from pipelines.names import ORPHANS_JOB
+from pipelines.target import TableTarget
+from resources import PaimonCatalogResource, keys
+from resources.keys import COMPACTION_TAG, TABLE_TAG
 from resources.metadata import plottable
 
-ORPHANS_JOB = "paimon_remove_orphan_files_job"
 # What a cleanup observation charts in the asset's Plots.
-PLOTTED = frozenset({"paimon/maintenance/orphan_files", "paimon/maintenance/bytes"})
+PLOTTED = frozenset({keys.MAINTENANCE_ORPHAN_FILES, keys.MAINTENANCE_BYTES})
 # Runs that may have files in flight: a forced cleanup refuses to run next to them.
 ACTIVE = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
 
@@ -71,21 +72,21 @@ def writers_running(instance: dg.DagsterInstance, table: str, *, own_run_id: str
 def orphans_metadata(table: pc.Table, result: pc.OrphanFiles, *, forced: bool) -> dict[str, Any]:
     kinds = Counter(kind_of(table, p) for p in result.orphans)
     return {
-        "paimon/maintenance/table": table.name,
-        "paimon/maintenance/dry_run": result.dry_run,
-        "paimon/maintenance/orphan_files": len(result.orphans),
-        "paimon/maintenance/bytes": result.bytes,
-        **{f"paimon/maintenance/{kind}_files": kinds.get(kind, 0)
+        keys.MAINTENANCE_TABLE: table.name,
+        keys.MAINTENANCE_DRY_RUN: result.dry_run,
+        keys.MAINTENANCE_ORPHAN_FILES: len(result.orphans),
+        keys.MAINTENANCE_BYTES: result.bytes,
+        **{keys.maintenance_files(kind): kinds.get(kind, 0)
            for kind in ("data", *sorted(set(ORPHAN_KINDS.values())))},
-        "paimon/maintenance/files_older_than_window": result.candidates,
-        "paimon/maintenance/older_than": iso(result.older_than_ms),
-        "paimon/maintenance/forced": forced,
-        "paimon/maintenance/duration_s": round(result.duration_s, 3),
-        "paimon/maintenance/orphans": paths_md(table, result.orphans),
+        keys.MAINTENANCE_FILES_OLDER_THAN_WINDOW: result.candidates,
+        keys.MAINTENANCE_OLDER_THAN: iso(result.older_than_ms),
+        keys.MAINTENANCE_FORCED: forced,
+        keys.MAINTENANCE_DURATION_S: round(result.duration_s, 3),
+        keys.MAINTENANCE_ORPHANS: paths_md(table, result.orphans),
     }
 
 
-@dg.op(tags={"paimon/operation": "remove-orphan-files"})
+@dg.op(tags={keys.OPERATION_TAG: "remove-orphan-files"})
 def remove_orphan_files(context: dg.OpExecutionContext, config: RemoveOrphanFilesConfig,
                         paimon_catalog: PaimonCatalogResource) -> dg.Output[pc.OrphanFiles]:
     """Delete the table's files that nothing references and that are older than the window."""
@@ -114,7 +115,7 @@ def remove_orphan_files(context: dg.OpExecutionContext, config: RemoveOrphanFile
 
 
 
-@dg.job(name=ORPHANS_JOB, executor_def=dg.in_process_executor, tags={"paimon/operation": "remove-orphan-files"},
+@dg.job(name=ORPHANS_JOB, executor_def=dg.in_process_executor, tags={keys.OPERATION_TAG: "remove-orphan-files"},
         description="Delete one Paimon table's orphan files (referenced by no snapshot or tag) older than a "
         "day, or the configured window. Launched by the remove_orphan_files_<db>_<table> schedules with "
         "paimon/compaction=<db.table>.")
@@ -125,7 +126,7 @@ def paimon_remove_orphan_files_job() -> None:
 def orphans_schedule(target: TableTarget, *, cron: str) -> dg.ScheduleDefinition:
     """``remove_orphan_files_<db>_<table>``: the table's orphan cleanup with the one-day window."""
     return maintenance_schedule(
-        target, name=f"remove_orphan_files_{target.name}", cron=cron, job=paimon_remove_orphan_files_job,
+        target, name=names.orphans_schedule(target.table), cron=cron, job=paimon_remove_orphan_files_job,
         run_config=orphans_run_config,
         description=f"Delete {target.table}'s files that no snapshot or tag references and that are older than a "
         "day; RUNNING by default: it changes nothing a reader sees.")

@@ -5,7 +5,7 @@ maintenance jobs (``paimon_definitions(executor=...)``) run on one of Dagster's 
 
 - ``in_process``: every step in the run's process (the default: most steps are small).
 - ``multiprocess``: a process per step on the run's host (``max_concurrent`` of them).
-- ``dask``: steps as tasks of a Dask cluster (:mod:`pipelines.dask_executor`, on ``distributed``;
+- ``dask``: steps as tasks of a Dask cluster (:mod:`pipelines.executors.dask`, on ``distributed``;
   ``cluster: {existing: {address: tcp://...}}``).
 - ``k8s``: a Kubernetes job per step (``dagster-k8s``; image, namespace, env from secrets).
 - ``celery``: steps on Celery workers (``dagster-celery``; ``broker``, ``backend``).
@@ -24,15 +24,16 @@ from collections.abc import Mapping
 from typing import Any
 
 import dagster as dg
-from dagster._config import resolve_to_config_type, validate_config
 
-from paimon_core.errors import TableDefinitionError
+from pipelines import names
+from pipelines.dagster_internals import resolve_to_config_type, validate_config
+from pipelines.errors import TableDefinitionError
 
 EXECUTORS: dict[str, tuple[str, str, str, str]] = {
     # name: (module, attribute, the module it needs, the extra that installs that)
     "in_process": ("dagster", "in_process_executor", "dagster", ""),
     "multiprocess": ("dagster", "multiprocess_executor", "dagster", ""),
-    "dask": ("pipelines.dask_executor", "dask_executor", "distributed", "dask"),
+    "dask": ("pipelines.executors.dask", "dask_executor", "distributed", "dask"),
     "k8s": ("dagster_k8s", "k8s_job_executor", "dagster_k8s", "k8s"),
     "celery": ("dagster_celery", "celery_executor", "dagster_celery", "celery"),
 }
@@ -53,7 +54,7 @@ def executor_named(name: str, config: Mapping[str, Any] | None = None, *, table:
     if not config:
         return executor
     check_config(executor, config, table=table, field=field)
-    return executor.configured(dict(config), name=f"{executor.name}_{table.replace('.', '_')}")
+    return executor.configured(dict(config), name=names.table_executor(executor.name, table))
 
 
 def check_config(executor: dg.ExecutorDefinition, config: Mapping[str, Any], *, table: str, field: str) -> None:

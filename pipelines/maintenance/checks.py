@@ -1,10 +1,8 @@
-"""The checks every maintained table gets on its asset: LSM shape and maintenance, one check each.
+"""The maintenance checks every table gets on its asset: snapshots within retention, no orphans.
 
-Level 0 under the stop-trigger and few small files (``pipelines.lsm``, manifests only), and
-whether maintenance keeps up (``pipelines.maintenance_checks``). Each is its own check, so
-the UI's "Execute" runs just that one. Not partitioned: they judge the whole table's latest
-snapshot; the compaction and maintenance jobs record them again after each run, so the asset
-shows whether compaction and maintenance keep up.
+Whether maintenance keeps up with its schedules (:mod:`pipelines.maintenance.verdicts`). Each is
+its own check, so the UI's "Execute" runs just that one; the expiry and cleanup jobs record them
+again after each run.
 """
 
 # No `from __future__ import annotations`: Dagster reads the context and resource annotations
@@ -12,35 +10,12 @@ shows whether compaction and maintenance keep up.
 
 import dagster as dg
 
-from pipelines.lsm import LEVEL0_CHECK, SMALL_FILES_CHECK, level0_outcome, small_files_outcome
-from pipelines.maintenance_checks import ORPHANS_CHECK, RETENTION_CHECK, orphans_outcome, retention_outcome
+from pipelines.maintenance.verdicts import ORPHANS_CHECK, RETENTION_CHECK, orphans_outcome, retention_outcome
 from pipelines.target import TableTarget
 from resources import PaimonCatalogResource
 
 # Past executions of the orphan check looked at for its last verdict (newest first).
 HISTORY_LOOKED_AT = 20
-
-
-def lsm_checks(target: TableTarget) -> list[dg.AssetChecksDefinition]:
-    """``level0_below_stop_trigger`` and ``small_files`` of one table."""
-
-    @dg.asset_check(asset=target.asset_key, name=LEVEL0_CHECK, blocking=False,
-                    description=f"Every bucket of {target.table} has fewer level-0 files than the stop-trigger "
-                    "(num-sorted-run.stop-trigger, default compaction trigger + 3): WARN when one reaches it, "
-                    "ERROR at twice it. Manifests only.")
-    def _level0(paimon_catalog: PaimonCatalogResource) -> dg.AssetCheckResult:
-        return level0_outcome(paimon_catalog.table(target.table).lsm_state()).result(target.asset_key)
-
-    @dg.asset_check(asset=target.asset_key, name=SMALL_FILES_CHECK, blocking=False,
-                    description=f"No bucket of {target.table} holds compaction.min.file-num or more small files "
-                    "above level 0 (append tables: twice that in all); the table-wide small-file ratio is in the "
-                    "metadata. Manifests only.")
-    def _small_files(paimon_catalog: PaimonCatalogResource) -> dg.AssetCheckResult:
-        table = paimon_catalog.table(target.table)
-        return small_files_outcome(table.lsm_state(), min_file_num=table.options.compaction_min_file_num,
-                                   primary_key=bool(table.schema.primary_keys)).result(target.asset_key)
-
-    return [_level0, _small_files]
 
 
 def maintenance_checks(target: TableTarget) -> list[dg.AssetChecksDefinition]:

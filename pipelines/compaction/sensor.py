@@ -32,7 +32,8 @@ import dagster as dg
 
 import paimon_core as pc
 from paimon_core.errors import DatabaseNotFoundError, TableNotFoundError
-from pipelines.compaction import (
+from pipelines import names
+from pipelines.compaction.jobs import (
     COMPACTION_JOB,
     FULL_COMPACTION_JOB,
     compaction_run_config,
@@ -41,18 +42,17 @@ from pipelines.compaction import (
     paimon_compaction_job,
     paimon_full_compaction_job,
 )
-from pipelines.lsm import (
+from pipelines.compaction.lsm import level0_threshold
+from pipelines.target import TableTarget, sensor_interval_seconds
+from resources import PaimonCatalogResource
+from resources.keys import (
     COMPACTION_TAG,
     FOLLOW_TAG,
     TRIGGER_COMMITS_TAG,
     TRIGGER_LEVEL0_TAG,
     TRIGGER_REASON_TAG,
     TRIGGER_SNAPSHOT_TAG,
-    level0_threshold,
-    sensor_interval_seconds,
 )
-from pipelines.target import TableTarget
-from resources import PaimonCatalogResource
 
 REASON_LEVEL0 = "level0"
 REASON_FULL_DUE = "full-compaction-due"
@@ -211,7 +211,7 @@ def compaction_sensor(target: TableTarget, *, interval_seconds: int | None = Non
     """
 
     @dg.sensor(
-        name=f"compact_{target.name}_sensor",
+        name=names.compaction_sensor(target.table),
         jobs=[paimon_compaction_job, paimon_full_compaction_job],  # the same objects the definitions bind
         minimum_interval_seconds=sensor_interval_seconds(interval_seconds),
         default_status=dg.DefaultSensorStatus.RUNNING,

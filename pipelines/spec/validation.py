@@ -1,6 +1,6 @@
 """The checks of a table declaration: each refuses what cannot work, naming the table and the field.
 
-Pure functions of a :class:`pipelines.spec.PaimonTableSpec` (nothing is read or written), run
+Pure functions of a :class:`pipelines.spec.declaration.PaimonTableSpec` (nothing is read or written), run
 when the spec is built, so a bad declaration fails when the definitions load.
 """
 
@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING
 import dagster as dg
 
 import paimon_core as pc
-from paimon_core.errors import TableDefinitionError
-from pipelines.executors import executor_named
-from pipelines.schedule_ticks import checked_cron
+from pipelines.cron import checked_cron
+from pipelines.errors import TableDefinitionError, fail
+from pipelines.executors.named import executor_named
 from resources.landing_location import LandingError
 from resources.partition_mapping import PartitionMappingError
 from resources.writes import EXTRA_COLUMNS, WRITE_MODES
 
 if TYPE_CHECKING:
-    from pipelines.spec import PaimonTableSpec
+    from pipelines.spec.declaration import PaimonTableSpec
 
 
 PARTITION_KINDS = ("none", "daily", "hourly", "weekly", "monthly", "static")
@@ -29,9 +29,6 @@ COMPACTION_JOBS = ("minor", "full")
 # The parameter of a source function that receives its share of a fanned-out partition.
 SLICE_PARAMETER = "ingest_slice"
 
-
-def fail(table: str, field_name: str, problem: str) -> TableDefinitionError:
-    return TableDefinitionError(f"table {table}: {field_name}: {problem}")
 
 
 def change_source_problem(consumer: str, source: str, *, primary_key: bool, options: pc.TableOptions,

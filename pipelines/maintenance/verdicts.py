@@ -13,12 +13,11 @@ from dataclasses import dataclass
 import dagster as dg
 
 import paimon_core as pc
-from pipelines.lsm import CheckOutcome
-from pipelines.schedule_ticks import current_ms, iso, scheduled_ticks
-from pipelines.target import DEFAULT_EXPIRE_CRON, DEFAULT_ORPHANS_CRON, TableTarget
+from pipelines.cron import DEFAULT_EXPIRE_CRON, DEFAULT_ORPHANS_CRON, current_ms, iso, scheduled_ticks
+from pipelines.names import ORPHANS_CHECK, RETENTION_CHECK
+from pipelines.target import TableTarget
+from pipelines.verdicts import CheckOutcome
 
-RETENTION_CHECK = "snapshots_within_retention"
-ORPHANS_CHECK = "no_orphan_files"
 # Paths listed in metadata and logs (the counts are always complete).
 PATHS_SHOWN = 10
 # Kinds of orphan files by the table directory they sit in: metadata directories, and the

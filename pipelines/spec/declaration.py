@@ -18,8 +18,10 @@ import dagster as dg
 import pyarrow as pa
 
 import paimon_core as pc
-from paimon_core.errors import PaimonError, TableDefinitionError
-from pipelines.spec_checks import (
+from paimon_core.errors import PaimonError
+from pipelines.cron import DEFAULT_EXPIRE_CRON, DEFAULT_ORPHANS_CRON
+from pipelines.errors import TableDefinitionError, fail
+from pipelines.spec.validation import (
     check_change_feeds,
     check_checks,
     check_compaction,
@@ -27,8 +29,8 @@ from pipelines.spec_checks import (
     check_maintenance,
     check_partitions,
     check_threshold,
-    fail,
 )
+from pipelines.target import TableTarget, follow_seconds
 from resources.landing_location import LandingLocation
 from resources.partition_mapping import (
     PartitionMapping,
@@ -40,8 +42,6 @@ from resources.writes import InputPolicy
 # The Paimon value of a time partition when the spec does not say: the window start, as fine
 # as the partitions.
 DEFAULT_PATTERNS = {"daily": "%Y-%m-%d", "hourly": "%Y-%m-%d %H:00", "weekly": "%Y-%m-%d", "monthly": "%Y-%m"}
-DEFAULT_EXPIRE_CRON = "0 * * * *"
-DEFAULT_ORPHANS_CRON = "0 3 * * *"
 # Options every table of the integration gets unless its spec says otherwise: writers that
 # only add files, compacted by the dedicated jobs (the compaction sensor), expired by the
 # maintenance schedules.
@@ -125,7 +125,7 @@ class Ingestion:
     once). ``inputs``: upstream assets the function receives by name. ``commit_every_rows``:
     commit every that many rows, as a streaming sink commits at each checkpoint (0: one commit
     per partition); a retried step resumes after the commits that landed. ``executor``:
-    one of :data:`pipelines.executors.EXECUTORS` for this table's ingestion job (None: the one
+    one of :data:`pipelines.executors.named.EXECUTORS` for this table's ingestion job (None: the one
     ``paimon_definitions`` was given, in-process by default), ``executor_config`` its config.
     ``workers``: write steps per partition run (Paimon's writer parallelism): above 1 the
     partition's input fans out to that many steps, each preparing its files, and one step
@@ -341,6 +341,14 @@ class PaimonTableSpec:
         definition = self.partitions_def()
         assert isinstance(definition, dg.TimeWindowPartitionsDefinition)
         return time_mapping(columns, definition.fmt, sample_keys(definition), table=self.table)
+
+    def target(self) -> TableTarget:
+        """What the compaction and maintenance runs of the table need to know about it."""
+        return TableTarget(table=self.table, asset_key=self.key, mapping=self.partition_mapping(),
+                           expire_cron=self.maintenance.expire_cron, orphans_cron=self.maintenance.orphans_cron,
+                           level0_threshold=self.compaction.level0_threshold,
+                           follow_seconds=follow_seconds(self.compaction.follow_seconds),
+                           buckets_per_step=self.compaction.buckets_per_step, commit_once=self.compaction.commit_once)
 
     def with_options(self, **changes: Any) -> PaimonTableSpec:
         """A copy with some fields changed (validated again)."""

@@ -6,7 +6,7 @@ location's files for the partition) and writes it with the spec's mode in one co
 user names the root run, the asset and the partition: a retried step, or a re-execution from
 failure, finds that commit instead of writing the rows again, however long ago it landed (the
 table's commit ledger outlives expiry). A new run of a partition whose earlier run died in the
-middle of a chunked write resumes that write (:mod:`pipelines.resumption`). The step carries
+middle of a chunked write resumes that write (:mod:`pipelines.ingestion.resumption`). The step carries
 the table's pool, so at most one writer of a table runs at a time however it was launched
 (asset page, backfill, job, schedule, sensor, ``dg.materialize``): ``dagster.yaml`` gives every
 pool one slot.
@@ -22,44 +22,27 @@ from contextlib import contextmanager
 from typing import Any
 
 import dagster as dg
-from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
 import paimon_core as pc
 from paimon_core.errors import PaimonError
-from pipelines.changes_ingestion import consume_changes
-from pipelines.checks import lsm_checks, maintenance_checks
-from pipelines.data_checks import data_check
-from pipelines.executors import executor_named
-from pipelines.lsm import lsm_metadata
-from pipelines.maintenance_checks import ORPHANS_CHECK
-from pipelines.resumption import earlier_runs, to_resume
-from pipelines.spec import PaimonTableSpec
-from pipelines.target import TABLE_METADATA_KEY, TABLE_TAG, TARGET_METADATA_KEY, TableTarget
-from resources import PaimonCatalogResource, PaimonWrite, commit_user_for, write_metadata, write_partition
-from resources.metadata import INGEST_PLOTTED, column_schema, plottable
-from resources.partition_mapping import METADATA_KEY as MAPPING_METADATA_KEY
+from pipelines import names
+from pipelines.dagster_internals import UnresolvedAssetJobDefinition
+from pipelines.executors.named import executor_named
+from pipelines.ingestion.changes import consume_changes
+from pipelines.ingestion.resumption import earlier_runs, to_resume
+from pipelines.spec.declaration import PaimonTableSpec
+from resources import PaimonCatalogResource, PaimonWrite, commit_user_for, keys, write_metadata, write_partition
+from resources.keys import (
+    CATALOG_KEY,
+    IO_MANAGER_KEY,
+    PARTITION_MAPPING_METADATA_KEY,
+    TABLE_METADATA_KEY,
+    TABLE_TAG,
+    TARGET_METADATA_KEY,
+    WRITE_MODE_METADATA_KEY,
+)
+from resources.metadata import INGEST_PLOTTED, column_schema, lsm_metadata, plottable
 from resources.writes import landed_commits, snapshot_properties
-
-CATALOG_KEY = "paimon_catalog"
-IO_MANAGER_KEY = "paimon_io_manager"
-WRITE_MODE_METADATA_KEY = "paimon/write_mode"
-POOL_PREFIX = "paimon-write/"
-
-
-def pool_of(table: str) -> str:
-    """The concurrency pool of a table's writers (one slot: see ``dagster_home/dagster.yaml``)."""
-    return f"{POOL_PREFIX}{table}"
-
-
-def target_of(spec: PaimonTableSpec) -> TableTarget:
-    """What the compaction and maintenance runs of ``spec``'s table need to know about it."""
-    from pipelines.lsm import follow_seconds
-
-    return TableTarget(table=spec.table, asset_key=spec.key, mapping=spec.partition_mapping(),
-                       expire_cron=spec.maintenance.expire_cron, orphans_cron=spec.maintenance.orphans_cron,
-                       level0_threshold=spec.compaction.level0_threshold,
-                       follow_seconds=follow_seconds(spec.compaction.follow_seconds),
-                       buckets_per_step=spec.compaction.buckets_per_step, commit_once=spec.compaction.commit_once)
 
 
 def declared_columns(spec: PaimonTableSpec) -> dg.TableSchema:
@@ -74,22 +57,22 @@ def asset_metadata(spec: PaimonTableSpec, *, table_uri: str | None) -> dict[str,
     mapping = spec.partition_mapping()
     metadata: dict[str, Any] = {
         TABLE_METADATA_KEY: spec.table,
-        TARGET_METADATA_KEY: target_of(spec).to_metadata(),
+        TARGET_METADATA_KEY: spec.target().to_metadata(),
         "dagster/table_name": spec.table,
         "dagster/column_schema": declared_columns(spec),
-        "paimon/options": dg.MetadataValue.json(spec.table_options()),
-        "paimon/automation": automation_md(spec),
+        keys.OPTIONS_METADATA_KEY: dg.MetadataValue.json(spec.table_options()),
+        keys.AUTOMATION_METADATA_KEY: automation_md(spec),
     }
     if spec.primary_key:
-        metadata["paimon/primary_key"] = ", ".join(spec.primary_key)
+        metadata[keys.PRIMARY_KEY_METADATA_KEY] = ", ".join(spec.primary_key)
     if spec.partition_keys:
-        metadata["paimon/partition_keys"] = ", ".join(spec.partition_keys)
+        metadata[keys.PARTITION_KEYS_METADATA_KEY] = ", ".join(spec.partition_keys)
     if spec.ingestion is not None:
         metadata[WRITE_MODE_METADATA_KEY] = spec.ingestion.mode
     if mapping is not None:
-        metadata[MAPPING_METADATA_KEY] = mapping.to_metadata()
+        metadata[PARTITION_MAPPING_METADATA_KEY] = mapping.to_metadata()
     if spec.consumers:
-        metadata["paimon/consumers"] = ", ".join(spec.consumers)
+        metadata[keys.CONSUMERS_METADATA_KEY] = ", ".join(spec.consumers)
     if table_uri:
         metadata["dagster/uri"] = table_uri
     return metadata
@@ -102,24 +85,24 @@ def automation_md(spec: PaimonTableSpec) -> dg.MetadataValue:
     rows = []
     ingestion = spec.ingestion
     if ingestion is not None and ingestion.schedule:
-        rows.append((f"ingest_{spec.name}_schedule", "schedule", "each finished partition (stopped by default)"))
+        rows.append((names.ingestion_schedule(spec.table), "schedule", "each finished partition (stopped by default)"))
     if ingestion is not None and ingestion.landing is not None and ingestion.landing_sensor:
-        rows.append((f"land_{spec.name}_sensor", "sensor", f"files landing under `{ingestion.landing.path}`"))
+        rows.append((names.landing_sensor(spec.table), "sensor", f"files landing under `{ingestion.landing.path}`"))
     if ingestion is not None and ingestion.changes_of is not None:
-        rows.append((f"changes_{spec.name}_sensor", "sensor", f"unread changes of {ingestion.changes_of}"))
+        rows.append((names.changes_sensor(spec.table), "sensor", f"unread changes of {ingestion.changes_of}"))
     if spec.compaction.sensor:
         threshold = spec.compaction.level0_threshold
-        job = "paimon_full_compaction_job" if spec.full_compactions else "paimon_compaction_job"
+        job = names.FULL_COMPACTION_JOB if spec.full_compactions else names.COMPACTION_JOB
         every = spec.full_compaction_every
-        rows.append((f"compact_{spec.name}_sensor", "sensor",
+        rows.append((names.compaction_sensor(spec.table), "sensor",
                      f"level 0 reaching {threshold if threshold else 'the compaction trigger'} -> {job}"
-                     + (f"; every {every} commits -> paimon_full_compaction_job" if every else "")))
+                     + (f"; every {every} commits -> {names.FULL_COMPACTION_JOB}" if every else "")))
     if spec.maintenance.expire_cron:
         rows.append((f"expire_snapshots_{spec.name}", "schedule",
-                     f"`{spec.maintenance.expire_cron}` -> paimon_expire_snapshots_job"))
+                     f"`{spec.maintenance.expire_cron}` -> {names.EXPIRE_JOB}"))
     if spec.maintenance.orphans_cron:
         rows.append((f"remove_orphan_files_{spec.name}", "schedule",
-                     f"`{spec.maintenance.orphans_cron}` -> paimon_remove_orphan_files_job"))
+                     f"`{spec.maintenance.orphans_cron}` -> {names.ORPHANS_JOB}"))
     lines = ["| automation | kind | acts on |", "|---|---|---|", *(f"| {n} | {k} | {w} |" for n, k, w in rows)]
     return dg.MetadataValue.md("\n".join(lines) if rows else "(none)")
 
@@ -213,7 +196,7 @@ def ingest(context: dg.AssetExecutionContext, spec: PaimonTableSpec, produce: Ca
 def resumed_user(context: dg.AssetExecutionContext, table: pc.Table, asset: str,
                  partition_key: str | None) -> str | None:
     """The commit user of a dead run's unfinished chunked write of this partition, which this run
-    takes over (see :mod:`pipelines.resumption`), or None."""
+    takes over (see :mod:`pipelines.ingestion.resumption`), or None."""
 
     def progress(root: str) -> tuple[int, bool]:
         done, _, final = landed_commits(table, commit_user_for(root, asset, partition_key))
@@ -238,9 +221,9 @@ def receipt_output(context: dg.OpExecutionContext | dg.AssetExecutionContext, sp
                               rows_written=receipt.rows_written)
     metadata["dagster/column_schema"] = declared_columns(spec)  # as declared, whatever the table's history
     metadata.update(lsm_metadata(table.lsm_state()))
-    metadata["paimon/ingest/mode"] = receipt.mode
-    metadata["paimon/ingest/commits"] = receipt.commits
-    metadata["paimon/ingest/reused_commit"] = receipt.reused
+    metadata[keys.INGEST_MODE] = receipt.mode
+    metadata[keys.INGEST_COMMITS] = receipt.commits
+    metadata[keys.INGEST_REUSED_COMMIT] = receipt.reused
     metadata.update(kind_metadata(receipt))
     metadata.update(extra)
     if receipt.reused:
@@ -250,15 +233,12 @@ def receipt_output(context: dg.OpExecutionContext | dg.AssetExecutionContext, sp
     return dg.Output(receipt, metadata=plottable(metadata, INGEST_PLOTTED))
 
 
-KIND_NAMES = {"+I": "inserts", "-U": "update_befores", "+U": "update_afters", "-D": "deletes"}
-
-
 
 def kind_metadata(receipt: PaimonWrite) -> dict[str, int]:
     """Rows per change kind written (tables taking row kinds from a column), plottable per partition."""
     if not receipt.kinds:
         return {}
-    return {f"paimon/ingest/{name}": receipt.kinds.get(kind, 0) for kind, name in KIND_NAMES.items()}
+    return {key: receipt.kinds.get(kind, 0) for kind, key in keys.INGEST_KIND_KEYS.items()}
 
 
 def function_producer(spec: PaimonTableSpec, function: Callable[..., Any], context: dg.AssetExecutionContext,
@@ -316,7 +296,7 @@ def table_asset(spec: PaimonTableSpec, *, table_uri: str | None = None, declared
         key=spec.key, group_name=spec.group_name, description=description, owners=list(spec.owners) or None,
         tags=dict(spec.tags) or None, kinds=asset_kinds(spec), partitions_def=spec.partitions_def(),
         metadata=metadata, io_manager_key=IO_MANAGER_KEY, required_resource_keys=resource_keys,
-        pool=pool_of(spec.table), op_tags={"paimon/operation": f"ingest-{ingestion.mode}"},
+        pool=names.pool(spec.table), op_tags={keys.OPERATION_TAG: f"ingest-{ingestion.mode}"},
         retry_policy=dg.RetryPolicy(max_retries=ingestion.retries, delay=ingestion.retry_delay_seconds,
                                     backoff=dg.Backoff.EXPONENTIAL, jitter=dg.Jitter.PLUS_MINUS),
         ins=ins or None,
@@ -352,7 +332,8 @@ def ingestion_job(spec: PaimonTableSpec, asset: dg.AssetsDefinition,
                   executor: dg.ExecutorDefinition | None) -> UnresolvedAssetJobDefinition:
     """``ingest_<db>_<table>_job``: the asset and its cheap checks (the orphan check lists every
     directory of the table; the cleanup job records it), one partition per run."""
-    selection = dg.AssetSelection.assets(asset) - dg.AssetSelection.checks(dg.AssetCheckKey(spec.key, ORPHANS_CHECK))
+    orphans = dg.AssetCheckKey(spec.key, names.ORPHANS_CHECK)
+    selection = dg.AssetSelection.assets(asset) - dg.AssetSelection.checks(orphans)
     ingestion = spec.ingestion
     if ingestion is not None and ingestion.executor is not None:
         executor = executor_named(ingestion.executor, ingestion.executor_config, table=spec.table)
@@ -361,9 +342,9 @@ def ingestion_job(spec: PaimonTableSpec, asset: dg.AssetsDefinition,
         # from a server that imported the code location once, instead of each starting Python anew.
         executor = dg.multiprocess_executor.configured(
             {"max_concurrent": ingestion.workers, "start_method": {"forkserver": {}}},
-            name=f"multiprocess_executor_{spec.name}")
+            name=names.table_executor("multiprocess_executor", spec.table))
     return dg.define_asset_job(
-        f"ingest_{spec.name}_job", selection=selection, tags={TABLE_TAG: spec.table},
+        names.ingestion_job(spec.table), selection=selection, tags={TABLE_TAG: spec.table},
         executor_def=executor or dg.in_process_executor,
         description=f"Write one partition of {spec.table} ({spec.ingestion.mode if spec.ingestion else ''}) and "
         "check it.")
@@ -374,13 +355,6 @@ def ingestion_schedule(spec: PaimonTableSpec, job: UnresolvedAssetJobDefinition)
     turn it on in the UI)."""
     assert spec.ingestion is not None
     return dg.build_schedule_from_partitioned_job(
-        job, name=f"ingest_{spec.name}_schedule", hour_of_day=spec.ingestion.schedule_hour,
+        job, name=names.ingestion_schedule(spec.table), hour_of_day=spec.ingestion.schedule_hour,
         minute_of_hour=spec.ingestion.schedule_minute, tags={TABLE_TAG: spec.table},
         description=f"Materialize {spec.table}'s partition that just ended.")
-
-
-def table_checks(spec: PaimonTableSpec) -> list[dg.AssetChecksDefinition]:
-    """The table's LSM and maintenance checks, and its data check when the spec declares one."""
-    target = target_of(spec)
-    data = [data_check(spec, target)] if spec.checks is not None else []
-    return [*data, *lsm_checks(target), *maintenance_checks(target)]

@@ -10,7 +10,6 @@ COMPACT snapshot or only prepares it for one commit at the end of the run.
 
 import logging
 import re
-import resource
 import time
 from dataclasses import dataclass, replace
 from typing import Any
@@ -19,15 +18,17 @@ import dagster as dg
 
 import paimon_core as pc
 from paimon_core.errors import CommitConflictError
-from pipelines.lsm import partition_spec
+from pipelines.compaction.lsm import partition_spec
 from pipelines.target import TableTarget
+from resources import keys
 from resources.metadata import plottable
+from resources.peak_memory import peak_rss_mib, reset_peak_rss
 
 log = logging.getLogger(__name__)
 
 # What a compaction observation charts in the asset's Plots (besides the LSM shape after it).
-PLOTTED = frozenset({"paimon/compaction/files_in", "paimon/compaction/files_out", "paimon/compaction/bytes_out",
-                     "paimon/compaction/changelog_rows"})
+PLOTTED = frozenset({keys.COMPACTION_FILES_IN, keys.COMPACTION_FILES_OUT, keys.COMPACTION_BYTES_OUT,
+                     keys.COMPACTION_CHANGELOG_ROWS})
 # Attempts of one partition's compaction when a concurrent commit replaced its input files.
 CONFLICT_ATTEMPTS = 2
 # How often a following run looks at the table's shape (a few manifest reads each time).
@@ -153,49 +154,27 @@ def buckets_table(buckets: tuple[pc.BucketCompaction, ...]) -> dg.MetadataValue:
 
 def compaction_metadata(done: PartitionCompaction) -> dict[str, Any]:
     return {
-        "paimon/compaction/table": done.table,
-        "paimon/compaction/partition": done.partition or "-",
-        "paimon/compaction/snapshot_id": str(done.snapshot_id) if done.snapshot_id is not None else "-",
-        "paimon/compaction/buckets_compacted": len(done.buckets),
-        "paimon/compaction/files_in": done.files_in,
-        "paimon/compaction/files_out": done.files_out,
-        "paimon/compaction/bytes_in": done.bytes_in,
-        "paimon/compaction/bytes_out": done.bytes_out,
-        "paimon/compaction/rows_in": sum(b.rows_in for b in done.buckets),
-        "paimon/compaction/rows_out": sum(b.rows_out for b in done.buckets),
-        "paimon/compaction/level0_files_before": sum(b.level_files_before[0] for b in done.buckets),
-        "paimon/compaction/level0_files_after": sum(b.level_files_after[0] for b in done.buckets),
+        keys.COMPACTION_TABLE: done.table,
+        keys.COMPACTION_PARTITION: done.partition or "-",
+        keys.COMPACTION_SNAPSHOT_ID: str(done.snapshot_id) if done.snapshot_id is not None else "-",
+        keys.COMPACTION_BUCKETS_COMPACTED: len(done.buckets),
+        keys.COMPACTION_FILES_IN: done.files_in,
+        keys.COMPACTION_FILES_OUT: done.files_out,
+        keys.COMPACTION_BYTES_IN: done.bytes_in,
+        keys.COMPACTION_BYTES_OUT: done.bytes_out,
+        keys.COMPACTION_ROWS_IN: sum(b.rows_in for b in done.buckets),
+        keys.COMPACTION_ROWS_OUT: sum(b.rows_out for b in done.buckets),
+        keys.COMPACTION_LEVEL0_FILES_BEFORE: sum(b.level_files_before[0] for b in done.buckets),
+        keys.COMPACTION_LEVEL0_FILES_AFTER: sum(b.level_files_after[0] for b in done.buckets),
         # The changelog the compaction wrote (changelog-producer full-compaction: compactions
         # into the max level, for the keys that changed there).
-        "paimon/compaction/changelog_rows": done.changelog_rows,
-        "paimon/compaction/changelog_files": sum(b.changelog_files for b in done.buckets),
-        "paimon/compaction/conflicts": done.conflicts,
-        "paimon/compaction/duration_s": round(done.duration_s, 3),
-        "paimon/compaction/peak_rss_mib": done.peak_rss_mib,
-        "paimon/compaction/buckets": buckets_table(done.buckets),
+        keys.COMPACTION_CHANGELOG_ROWS: done.changelog_rows,
+        keys.COMPACTION_CHANGELOG_FILES: sum(b.changelog_files for b in done.buckets),
+        keys.COMPACTION_CONFLICTS: done.conflicts,
+        keys.COMPACTION_DURATION_S: round(done.duration_s, 3),
+        keys.COMPACTION_PEAK_RSS_MIB: done.peak_rss_mib,
+        keys.COMPACTION_BUCKETS: buckets_table(done.buckets),
     }
-
-
-def reset_peak_rss() -> None:
-    """Start measuring this process's peak resident memory anew (Linux: ``clear_refs`` 5), so a
-    step in a long-lived or forked worker reports its own peak, not its parent's or an earlier step's."""
-    try:
-        with open("/proc/self/clear_refs", "w") as refs:
-            refs.write("5")
-    except OSError:
-        pass  # elsewhere the peak is the process's since it started
-
-
-def peak_rss_mib() -> float:
-    """The peak resident memory of this process since :func:`reset_peak_rss` (Linux ``VmHWM``)."""
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return round(int(line.split()[1]) / 1024, 1)
-    except OSError:
-        pass
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)  # Linux reports KiB
 
 
 def prepare_task(context: dg.OpExecutionContext, table: pc.Table, task: PartitionTask) -> PartitionCompaction:

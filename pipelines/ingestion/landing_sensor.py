@@ -16,8 +16,10 @@ import json
 
 import dagster as dg
 
-from pipelines.spec import PaimonTableSpec
-from pipelines.target import TABLE_TAG
+from pipelines import names
+from pipelines.spec.declaration import PaimonTableSpec
+from resources import keys
+from resources.keys import TABLE_TAG
 from resources.landing_location import LandedFile, LandingLocation, files_fingerprint
 from resources.partition_mapping import PartitionMapping
 
@@ -62,7 +64,7 @@ def landing_sensor(spec: PaimonTableSpec, job_name: str) -> dg.SensorDefinition:
     mapping = spec.partition_mapping()
     definition = spec.partitions_def()
 
-    @dg.sensor(name=f"land_{spec.name}_sensor", job_name=job_name,
+    @dg.sensor(name=names.landing_sensor(spec.table), job_name=job_name,
                minimum_interval_seconds=ingestion.sensor_interval_seconds,
                default_status=dg.DefaultSensorStatus.RUNNING,
                description=f"Launch {job_name} for a partition of {spec.table} when files land or change under "
@@ -81,7 +83,7 @@ def landing_sensor(spec: PaimonTableSpec, job_name: str) -> dg.SensorDefinition:
                 break
             current[name] = fingerprint
             requests.append(dg.RunRequest(run_key=f"{spec.table}:{name}:{fingerprint}", partition_key=key,
-                                          tags={TABLE_TAG: spec.table, "paimon/landed-files": str(len(files))}))
+                                          tags={TABLE_TAG: spec.table, keys.LANDED_FILES_TAG: str(len(files))}))
         if not requests:
             return dg.SkipReason(f"no new or changed files under {landing.path} ({len(found)} partition(s) with "
                                  "files, all ingested as they are)")

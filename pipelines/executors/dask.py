@@ -17,38 +17,59 @@ importable on the workers, and an IO manager every worker reaches for step outpu
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
 import dagster as dg
-from dagster._core.definitions.executor_definition import multiple_process_executor_requirements
-from dagster._core.events import DagsterEvent
-from dagster._core.execution.retries import RetryMode, get_retries_config
-from dagster._core.execution.tags import get_tag_concurrency_limits_config
-from dagster._core.executor.step_delegating import (
+from dagster_shared.serdes import deserialize_value, serialize_value
+
+from pipelines.dagster_internals import (
     CheckStepHealthResult,
+    ExecuteStepArgs,
+    RetryMode,
     StepDelegatingExecutor,
     StepHandler,
     StepHandlerContext,
+    execute_step_body,
+    get_retries_config,
+    get_tag_concurrency_limits_config,
+    multiple_process_executor_requirements,
 )
-from dagster._grpc.types import ExecuteStepArgs
-from dagster_shared.serdes import deserialize_value, serialize_value
 
 log = logging.getLogger(__name__)
 
 
 def run_step(payload: str) -> str:
-    """Execute one step on a Dask worker (the body of ``dagster api execute_step``)."""
-    from dagster._cli.api import _execute_step_command_body
-
+    """Execute one step on a Dask worker, as ``dagster api execute_step`` would: in the worker's
+    process through Dagster's own body of that command, or, when a Dagster release moved it, by
+    running the public command itself with the same serialized arguments."""
     args = deserialize_value(payload, ExecuteStepArgs)
+    body = execute_step_body()
+    if body is None:
+        execute_step_command(payload)
+        return ",".join(args.step_keys_to_execute or [])
     with dg.DagsterInstance.from_ref(args.instance_ref) as instance:  # type: ignore[arg-type]
         run = instance.get_run_by_id(args.run_id)
         if run is None:
             raise RuntimeError(f"run {args.run_id} not found in the instance the step was given")
-        for _ in _execute_step_command_body(args, instance, run):
+        for _ in body(args, instance, run):  # type: ignore[operator]
             pass  # the events are in the instance's event log, where the executor reads them
     return ",".join(args.step_keys_to_execute or [])
+
+
+def execute_step_command(payload: str) -> None:
+    """``dagster api execute_step`` in a subprocess of the worker (arguments in the environment,
+    as Dagster's own step launchers pass them; the worker's import path, so the code location
+    imports there as it does in the worker); its events land in the run's instance."""
+    path = os.pathsep.join(entry for entry in sys.path if entry)
+    env = {**os.environ, "DAGSTER_EXECUTE_STEP_ARGS": payload, "PYTHONPATH": path}
+    done = subprocess.run([sys.executable, "-m", "dagster", "api", "execute_step"], env=env, check=False,
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"dagster api execute_step exited with {done.returncode}: {done.stderr[-2000:]}")
 
 
 class DaskStepHandler(StepHandler):
@@ -94,12 +115,12 @@ class DaskStepHandler(StepHandler):
             if args.known_state else 0
         return f"dagster-{args.run_id}-{self._step_key(context)}-{attempt}"
 
-    def launch_step(self, step_handler_context: StepHandlerContext) -> Iterator[DagsterEvent]:
+    def launch_step(self, step_handler_context: StepHandlerContext) -> Iterator[dg.DagsterEvent]:
         step_key = self._step_key(step_handler_context)
         task = self._task_key(step_handler_context)
         payload = serialize_value(step_handler_context.execute_step_args)
         self._futures[task] = self.client().submit(run_step, payload, key=task, pure=False, retries=0)
-        yield DagsterEvent.step_worker_starting(
+        yield dg.DagsterEvent.step_worker_starting(
             step_handler_context.get_step_context(step_key),
             message=f'Executing step "{step_key}" as Dask task {task}.',
             metadata={"Dask task": dg.MetadataValue.text(task),
@@ -115,7 +136,7 @@ class DaskStepHandler(StepHandler):
             return CheckStepHealthResult.unhealthy(f"Dask task {task}: {reason}")
         return CheckStepHealthResult.healthy()
 
-    def terminate_step(self, step_handler_context: StepHandlerContext) -> Iterator[DagsterEvent]:
+    def terminate_step(self, step_handler_context: StepHandlerContext) -> Iterator[dg.DagsterEvent]:
         task = self._task_key(step_handler_context)
         future = self._futures.pop(task, None)
         if future is not None:

@@ -17,11 +17,11 @@ import dagster as dg
 import pyarrow as pa
 import pyarrow.compute as pac
 
-from pipelines.spec import DataChecks, PaimonTableSpec
+from pipelines.names import DATA_CHECK
+from pipelines.spec.declaration import DataChecks, PaimonTableSpec
 from pipelines.target import TableTarget
 from resources import PaimonCatalogResource
 
-DATA_CHECK = "partition_valid"
 VALUES_SHOWN = 5
 
 

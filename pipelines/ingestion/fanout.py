@@ -24,23 +24,22 @@ from typing import Any
 
 import dagster as dg
 
-from pipelines.compaction_tasks import peak_rss_mib, reset_peak_rss
-from pipelines.ingestion import (
-    CATALOG_KEY,
-    IO_MANAGER_KEY,
+from pipelines import names
+from pipelines.ingestion.asset import (
     asset_kinds,
     asset_metadata,
     code_references,
     ensure_table,
     permanent_failures,
-    pool_of,
     receipt_output,
     resource_parameters,
 )
-from pipelines.spec import PaimonTableSpec
-from pipelines.spec_checks import SLICE_PARAMETER
-from resources import PaimonCatalogResource, PaimonWrite, commit_user_for
+from pipelines.spec.declaration import PaimonTableSpec
+from pipelines.spec.validation import SLICE_PARAMETER
+from resources import PaimonCatalogResource, PaimonWrite, commit_user_for, keys
+from resources.keys import CATALOG_KEY, IO_MANAGER_KEY
 from resources.landing_location import LandedFile
+from resources.peak_memory import peak_rss_mib, reset_peak_rss
 from resources.write_shares import WriteShare, commit_shares, prepare_share
 from resources.writes import snapshot_properties
 
@@ -106,8 +105,8 @@ def _plan_op(steps: _Steps) -> dg.OpDefinition:
     assert ingestion is not None
     landing = ingestion.landing
 
-    @dg.op(name=f"{spec.name}_plan_writes", out=dg.DynamicOut(IngestSlice), required_resource_keys={CATALOG_KEY},
-           pool=steps.pool, tags={"paimon/operation": "plan-writes"})
+    @dg.op(name=names.plan_writes_op(spec.table), out=dg.DynamicOut(IngestSlice), required_resource_keys={CATALOG_KEY},
+           pool=steps.pool, tags={keys.OPERATION_TAG: "plan-writes"})
     def plan_writes(context: dg.OpExecutionContext) -> Any:
         """Create the table if needed and fan the partition out to its write steps."""
         key, values = _partition(context, spec)
@@ -136,10 +135,10 @@ def _write_op(steps: _Steps) -> dg.OpDefinition:
     landing = ingestion.landing
     takes_slice = function is not None and SLICE_PARAMETER in resource_parameters(function)
 
-    @dg.op(name=f"{spec.name}_write_share",
+    @dg.op(name=names.write_share_op(spec.table),
            ins={"ingest_slice": dg.In(IngestSlice), **{n: dg.In(dg.Any) for n in ingestion.inputs}},
            required_resource_keys={CATALOG_KEY, *steps.wanted}, retry_policy=steps.retry, pool=steps.pool,
-           tags={"paimon/operation": f"write-{ingestion.mode}"})
+           tags={keys.OPERATION_TAG: f"write-{ingestion.mode}"})
     def write_share(context: dg.OpExecutionContext, ingest_slice: IngestSlice, **inputs: Any) -> WriteShare:
         """Write this step's share of the partition into files; the commit step commits them."""
         key, values = _partition(context, spec)
@@ -172,9 +171,9 @@ def _commit_op(steps: _Steps) -> dg.OpDefinition:
     ingestion = spec.ingestion
     assert ingestion is not None
 
-    @dg.op(name=f"{spec.name}_commit", out=dg.Out(PaimonWrite, io_manager_key=IO_MANAGER_KEY),
+    @dg.op(name=names.commit_op(spec.table), out=dg.Out(PaimonWrite, io_manager_key=IO_MANAGER_KEY),
            required_resource_keys={CATALOG_KEY}, retry_policy=steps.retry, pool=steps.pool,
-           tags={"paimon/operation": "commit-writes"})
+           tags={keys.OPERATION_TAG: "commit-writes"})
     def commit_writes(context: dg.OpExecutionContext, shares: list[WriteShare]) -> dg.Output[PaimonWrite]:
         """Commit every write step's files as one snapshot of the partition (exactly once)."""
         key, values = _partition(context, spec)
@@ -189,9 +188,9 @@ def _commit_op(steps: _Steps) -> dg.OpDefinition:
                                                                    partition_key=key, mode=ingestion.mode),
                                     policy=ingestion.input_policy())
         return receipt_output(context, spec, table, values, receipt, **{
-            "paimon/ingest/write_steps": len(ordered),
-            "paimon/ingest/rows_per_step": ", ".join(str(s.rows) for s in ordered),
-            "paimon/ingest/slowest_step_s": round(max((s.seconds for s in ordered), default=0.0), 3)})
+            keys.INGEST_WRITE_STEPS: len(ordered),
+            keys.INGEST_ROWS_PER_STEP: ", ".join(str(s.rows) for s in ordered),
+            keys.INGEST_SLOWEST_STEP_S: round(max((s.seconds for s in ordered), default=0.0), 3)})
 
     return commit_writes
 
@@ -207,7 +206,7 @@ def fanned_asset(spec: PaimonTableSpec, *, table_uri: str | None = None,
     steps = _Steps(spec, not spec.bucketless_append, wanted,
                    dg.RetryPolicy(max_retries=ingestion.retries, delay=ingestion.retry_delay_seconds,
                                   backoff=dg.Backoff.EXPONENTIAL, jitter=dg.Jitter.PLUS_MINUS),
-                   pool_of(spec.table))
+                   names.pool(spec.table))
     plan_writes, write_share, commit_writes = _plan_op(steps), _write_op(steps), _commit_op(steps)
     metadata = asset_metadata(spec, table_uri=table_uri)
     references = code_references(spec, function, declared_in)

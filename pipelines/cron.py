@@ -12,6 +12,11 @@ import time
 
 import dagster as dg
 
+# The maintenance schedules of a table whose spec does not name them (UTC): expiry hourly,
+# orphan cleanup daily at 03:00; the maintenance checks judge a table without schedules by them.
+DEFAULT_EXPIRE_CRON = "0 * * * *"
+DEFAULT_ORPHANS_CRON = "0 3 * * *"
+
 
 def current_ms() -> int:
     return int(time.time() * 1000)

@@ -4,7 +4,7 @@ A spec with ``ingestion.changes_of`` names a source table; its asset streams the
 consumer (``ingestion.consumer_id``, default the table's name) has not read, turns each batch
 into rows with the spec's function and appends them to the table, each batch exactly once
 (committed under the source snapshot's id, then the consumer's progress saved: see
-``pipelines.changelog``). The consumer's progress also keeps the source's expiry from taking
+``pipelines.ingestion.consumer``). The consumer's progress also keeps the source's expiry from taking
 snapshots it has not read. ``changes_<db>_<table>_sensor`` launches the asset's job when the
 source has unread snapshots with changes, from snapshot metadata only.
 """
@@ -20,11 +20,12 @@ import pyarrow as pa
 import paimon_core as pc
 from paimon_core import ROW_KIND
 from paimon_core.errors import DatabaseNotFoundError, TableNotFoundError
-from pipelines.changelog import CHANGE_KINDS, Consumption, consume, pending_changes
-from pipelines.spec import PaimonTableSpec
-from pipelines.spec_checks import change_source_problem, typo_of, unknown_source
-from pipelines.target import TABLE_TAG
-from resources import PaimonCatalogResource, PaimonWrite
+from pipelines import names
+from pipelines.ingestion.consumer import CHANGE_KINDS, Consumption, consume, pending_changes
+from pipelines.spec.declaration import PaimonTableSpec
+from pipelines.spec.validation import change_source_problem, typo_of, unknown_source
+from resources import PaimonCatalogResource, PaimonWrite, keys
+from resources.keys import CONSUMER_TAG, TABLE_TAG, TRIGGER_SNAPSHOT_TAG
 from resources.metadata import plottable, write_metadata
 
 # Change rows shown in the materialization metadata; source snapshots listed by id.
@@ -33,10 +34,8 @@ SNAPSHOTS_LISTED = 20
 PREVIEW_COLUMNS = 6
 ACTIVE = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
           dg.DagsterRunStatus.STARTED]
-CONSUMER_TAG = "paimon/consumer"
 # What a consumer's run charts in the asset's Plots: the changes it read, per kind.
-PLOTTED = frozenset({f"paimon/changes/{name}" for name in ("inserts", "update_befores", "update_afters", "deletes")})
-TRIGGER_SNAPSHOT_TAG = "paimon/trigger-snapshot"
+PLOTTED = frozenset(keys.CHANGES_KIND_KEYS.values())
 
 
 def consumer_id_of(spec: PaimonTableSpec) -> str:
@@ -93,22 +92,21 @@ def consumption_metadata(done: Consumption, target: pc.Table) -> dict[str, Any]:
     snapshots = done.snapshots
     listed = ", ".join(map(str, snapshots[:SNAPSHOTS_LISTED])) + (", ..." if len(snapshots) > SNAPSHOTS_LISTED else "")
     latest = target.latest_snapshot()
-    kinds = {"+I": "inserts", "-U": "update_befores", "+U": "update_afters", "-D": "deletes"}
     metadata = write_metadata(target, snapshot_id=latest.id if latest is not None else None, partition={},
                               rows_written=done.rows_written)
     return {
         **metadata,
-        "paimon/changes/source": done.source,
-        "paimon/changes/consumer_id": done.consumer_id,
-        "paimon/changes/started_from": done.start,
-        "paimon/changes/snapshots_consumed": len(snapshots),
-        "paimon/changes/source_snapshots": listed or "-",
-        "paimon/changes/full_read": any(b.initial for b in done.batches),
-        **{f"paimon/changes/{kinds[kind]}": done.kinds.get(kind, 0) for kind in CHANGE_KINDS},
-        "paimon/changes/commits": done.commits,
-        "paimon/changes/replayed_batches": done.replayed,
-        "paimon/changes/consumer_next_snapshot": done.next_snapshot if done.next_snapshot is not None else -1,
-        "paimon/changes/preview": preview_table(done.preview),
+        keys.CHANGES_SOURCE: done.source,
+        keys.CHANGES_CONSUMER_ID: done.consumer_id,
+        keys.CHANGES_STARTED_FROM: done.start,
+        keys.CHANGES_SNAPSHOTS_CONSUMED: len(snapshots),
+        keys.CHANGES_SOURCE_SNAPSHOTS: listed or "-",
+        keys.CHANGES_FULL_READ: any(b.initial for b in done.batches),
+        **{keys.CHANGES_KIND_KEYS[kind]: done.kinds.get(kind, 0) for kind in CHANGE_KINDS},
+        keys.CHANGES_COMMITS: done.commits,
+        keys.CHANGES_REPLAYED_BATCHES: done.replayed,
+        keys.CHANGES_CONSUMER_NEXT_SNAPSHOT: done.next_snapshot if done.next_snapshot is not None else -1,
+        keys.CHANGES_PREVIEW: preview_table(done.preview),
     }
 
 
@@ -152,7 +150,7 @@ def changes_sensor(spec: PaimonTableSpec, job_name: str, *, interval_seconds: in
     source_name = spec.ingestion.changes_of
     consumer_id = consumer_id_of(spec)
 
-    @dg.sensor(name=f"changes_{spec.name}_sensor", job_name=job_name, minimum_interval_seconds=interval_seconds,
+    @dg.sensor(name=names.changes_sensor(spec.table), job_name=job_name, minimum_interval_seconds=interval_seconds,
                default_status=dg.DefaultSensorStatus.RUNNING,
                description=f"Launch {job_name} when {source_name} has snapshots with changes that consumer "
                f"{consumer_id} has not read; reads snapshot metadata only.")

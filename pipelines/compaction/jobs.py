@@ -29,7 +29,8 @@ import dagster as dg
 from pydantic import Field
 
 import paimon_core as pc
-from pipelines.compaction_tasks import (
+from pipelines.compaction.lsm import check_outcomes, state_metadata
+from pipelines.compaction.tasks import (
     CompactionPlan,
     PartitionCompaction,
     PartitionTask,
@@ -41,14 +42,14 @@ from pipelines.compaction_tasks import (
     prepare_task,
     run_task,
 )
-from pipelines.lsm import COMPACTION_TAG, check_outcomes, lsm_metadata, state_metadata
+from pipelines.names import COMPACTION_JOB, FULL_COMPACTION_JOB
 from pipelines.target import TableTarget, TargetConfig, existing_table, resolve_target
-from resources import PaimonCatalogResource
+from resources import PaimonCatalogResource, keys
+from resources.keys import COMPACTION_TAG
+from resources.metadata import lsm_metadata
 
 log = logging.getLogger(__name__)
 
-COMPACTION_JOB = "paimon_compaction_job"
-FULL_COMPACTION_JOB = "paimon_full_compaction_job"
 
 
 class CompactionTarget(TargetConfig):
@@ -139,7 +140,7 @@ PLAN_OUTS = {
 }
 
 
-@dg.op(out=PLAN_OUTS, tags={"paimon/operation": "plan-compaction"})
+@dg.op(out=PLAN_OUTS, tags={keys.OPERATION_TAG: "plan-compaction"})
 def plan_compaction(context: dg.OpExecutionContext, config: CompactionConfig,
                     paimon_catalog: PaimonCatalogResource) -> Iterator[dg.Output | dg.DynamicOutput]:
     """Read the table's LSM shape (manifests only) and fan out the partitions needing compaction."""
@@ -147,14 +148,14 @@ def plan_compaction(context: dg.OpExecutionContext, config: CompactionConfig,
                     follow_seconds=0 if config.full else config.follow_seconds, idle_seconds=config.idle_seconds)
 
 
-@dg.op(out=PLAN_OUTS, tags={"paimon/operation": "plan-compaction"})
+@dg.op(out=PLAN_OUTS, tags={keys.OPERATION_TAG: "plan-compaction"})
 def plan_full_compaction(context: dg.OpExecutionContext, config: FullCompactionConfig,
                          paimon_catalog: PaimonCatalogResource) -> Iterator[dg.Output | dg.DynamicOutput]:
     """Fan out every partition whose buckets are not yet one file each, for a full compaction."""
     yield from plan(context, paimon_catalog, config, full=True, level0_threshold=0)
 
 
-@dg.op(tags={"paimon/operation": "compact"})
+@dg.op(tags={keys.OPERATION_TAG: "compact"})
 def compact_partition(context: dg.OpExecutionContext, paimon_catalog: PaimonCatalogResource,
                       task: PartitionTask) -> dg.Output[PartitionCompaction]:
     """Compact one task's buckets: commit them as a COMPACT snapshot and observe the table's asset,
@@ -164,7 +165,7 @@ def compact_partition(context: dg.OpExecutionContext, paimon_catalog: PaimonCata
     return dg.Output(done, metadata=compaction_metadata(done))
 
 
-@dg.op(tags={"paimon/operation": "commit-compaction"})
+@dg.op(tags={keys.OPERATION_TAG: "commit-compaction"})
 def commit_compaction(context: dg.OpExecutionContext, paimon_catalog: PaimonCatalogResource, plan: CompactionPlan,
                       compacted: list[PartitionCompaction]) -> list[PartitionCompaction]:
     """With ``commit_once``, commit every step's prepared compaction as one COMPACT snapshot (exactly
@@ -187,7 +188,7 @@ def record_checks(context: dg.OpExecutionContext, target: TableTarget, table: pc
         context.log_event(cast(Any, outcome.evaluation(target.asset_key)))
 
 
-@dg.op(tags={"paimon/operation": "report-compaction"})
+@dg.op(tags={keys.OPERATION_TAG: "report-compaction"})
 def report_compaction(context: dg.OpExecutionContext, paimon_catalog: PaimonCatalogResource, plan: CompactionPlan,
                       compacted: list[PartitionCompaction]) -> dg.Output[dict[str, Any]]:
     """Sum the partitions up, read the table's shape after, and record the LSM checks on its asset."""
@@ -224,13 +225,13 @@ def report_compaction(context: dg.OpExecutionContext, paimon_catalog: PaimonCata
     metadata["levels_after"] = state_metadata(after)["levels"]
     if snapshots:
         context.log_event(dg.AssetObservation(
-            asset_key=plan.target.asset_key, metadata={**lsm_metadata(after), "paimon/lsm/snapshot_id": str(
+            asset_key=plan.target.asset_key, metadata={**lsm_metadata(after), keys.LSM_SNAPSHOT_ID: str(
                 after.snapshot_id)}, description=f"LSM shape after compaction snapshot(s) {metadata['snapshots']}"))
     return dg.Output(summary, metadata=metadata)
 
 
 
-@dg.op(tags={"paimon/operation": "follow-compaction"})
+@dg.op(tags={keys.OPERATION_TAG: "follow-compaction"})
 def follow_compaction(context: dg.OpExecutionContext, paimon_catalog: PaimonCatalogResource, plan: CompactionPlan,
                       report: dict[str, Any]) -> dg.Output[dict[str, Any]]:
     """With ``follow_seconds``, keep compacting as writers commit (else return at once)."""
@@ -248,7 +249,7 @@ def follow_compaction(context: dg.OpExecutionContext, paimon_catalog: PaimonCata
 # The executor is the code location's (``paimon_definitions(executor=...)``, in-process by
 # default: a compaction of a few buckets is cheaper on threads than a process per step). With
 # ``buckets_per_step`` the steps fan out over a multiprocess, Dask or k8s executor's workers.
-JOB_TAGS = {"paimon/operation": "compact"}
+JOB_TAGS = {keys.OPERATION_TAG: "compact"}
 
 
 @dg.job(name=COMPACTION_JOB, tags=JOB_TAGS,

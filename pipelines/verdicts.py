@@ -1,0 +1,33 @@
+"""A check's verdict, as every check of the integration gives it: one value, two Dagster forms.
+
+The same verdict is a check result when Dagster runs the check on the asset, and an evaluation
+when a compaction or maintenance run records it after changing the table; the pure functions
+that judge a table (LSM shape, retention, orphans) return this and nothing of Dagster's runtime.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import dagster as dg
+
+
+@dataclass(frozen=True, slots=True)
+class CheckOutcome:
+    """One check's verdict, convertible to a check result (in a check) or evaluation (in an op)."""
+
+    name: str
+    passed: bool
+    severity: dg.AssetCheckSeverity
+    description: str
+    metadata: dict[str, Any]
+
+    def result(self, asset_key: dg.AssetKey) -> dg.AssetCheckResult:
+        return dg.AssetCheckResult(asset_key=asset_key, check_name=self.name, passed=self.passed,
+                                   severity=self.severity, description=self.description, metadata=self.metadata)
+
+    def evaluation(self, asset_key: dg.AssetKey) -> dg.AssetCheckEvaluation:
+        return dg.AssetCheckEvaluation(asset_key=asset_key, check_name=self.name, passed=self.passed,
+                                       severity=self.severity, description=self.description,
+                                       metadata=self.metadata)

@@ -1,0 +1,1 @@
+"""Code the test tiers share (servers, fixtures, checks); not a tier itself."""
