@@ -44,6 +44,7 @@ from resources.keys import (
     EXTRA_COLUMNS_METADATA_KEY,
     INGEST_MODE,
     INGEST_REUSED_COMMIT,
+    PARTITION_MAPPING_METADATA_KEY,
     TABLE_METADATA_KEY,
     WRITE_MODE_METADATA_KEY,
 )
@@ -105,7 +106,7 @@ def mapping_for(table: pc.Table, metadata: Mapping[str, Any]) -> PartitionMappin
     if len(keys) != 1:
         raise dg.Failure(description=(
             f"table {table.name} is partitioned by {keys}; set definition metadata "
-            f"'paimon/partition_mapping' (or {PARTITION_EXPR_KEY!r}) to map the Dagster partition key onto it"),
+            f"{PARTITION_MAPPING_METADATA_KEY!r} (or {PARTITION_EXPR_KEY!r}) to map the Dagster partition key onto it"),
             allow_retries=False)
     return static_mapping(keys[0])
 

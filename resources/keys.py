@@ -171,8 +171,10 @@ CHANGES_UPDATE_AFTERS = "paimon/changes/update_afters"
 CHANGES_DELETES = "paimon/changes/deletes"
 CHANGES_KIND_KEYS = {"+I": CHANGES_INSERTS, "-U": CHANGES_UPDATE_BEFORES, "+U": CHANGES_UPDATE_AFTERS,
                      "-D": CHANGES_DELETES}
-# Every key of the table-wide LSM shape starts so.
+# Every key of one kind of run starts so.
 LSM_PREFIX = "paimon/lsm/"
+CHANGES_PREFIX = "paimon/changes/"
+MAINTENANCE_PREFIX = "paimon/maintenance/"
 
 
 def lsm_level_files(level: int) -> str:
@@ -182,4 +184,4 @@ def lsm_level_files(level: int) -> str:
 
 def maintenance_files(kind: str) -> str:
     """The key of the number of orphan files of one kind (data, manifest, index ...) a cleanup found."""
-    return f"paimon/maintenance/{kind}_files"
+    return f"{MAINTENANCE_PREFIX}{kind}_files"

@@ -19,18 +19,19 @@ def column_schema(schema: pc.TableSchema) -> dg.TableSchema:
     The same for the definition (from the declared spec) and for every write (from the table),
     so a run never replaces the declared columns with coarser ones.
     """
-    keys = set(schema.primary_keys)
+    primary = set(schema.primary_keys)
     columns = []
     for data_field in schema.fields:
-        other = ["primary key"] if data_field.name in keys else []
+        other = ["primary key"] if data_field.name in primary else []
         if data_field.name in schema.partition_keys:
             other.append("partition key")
         columns.append(dg.TableColumn(
             name=data_field.name, type=pc.type_name(data_field.type).removesuffix(" NOT NULL"),
             description=data_field.description,
             constraints=dg.TableColumnConstraints(nullable=data_field.type.nullable,
-                                                  unique=data_field.name in keys and len(keys) == 1, other=other)))
-    constraints = dg.TableConstraints(other=[f"PRIMARY KEY ({', '.join(schema.primary_keys)})"]) if keys else None
+                                                  unique=data_field.name in primary and len(primary) == 1,
+                                                  other=other)))
+    constraints = dg.TableConstraints(other=[f"PRIMARY KEY ({', '.join(schema.primary_keys)})"]) if primary else None
     return dg.TableSchema(columns=columns, constraints=constraints)
 
 
@@ -64,8 +65,8 @@ def live_rows(table: pc.Table, partition: Mapping[str, str], snapshot_id: int | 
     Files of a primary-key table hold every version and retraction until compaction, so only a
     merged read can count them; reading the key columns alone keeps it cheap.
     """
-    keys = list(table.schema.primary_keys)
-    return table.read(keys, filter=partition_filter(partition), snapshot_id=snapshot_id).num_rows
+    primary = list(table.schema.primary_keys)
+    return table.read(primary, filter=partition_filter(partition), snapshot_id=snapshot_id).num_rows
 
 
 def manifest_count_is_exact(splits: list[Any]) -> bool:

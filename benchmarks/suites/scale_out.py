@@ -33,9 +33,11 @@ import paimon_core as pc
 from benchmarks.harness.report import markdown
 from benchmarks.harness.runner import REPO, wait_quiet
 from benchmarks.harness.suite import Result, SuiteRun
+from pipelines import names
 from pipelines.compaction.jobs import compaction_tags, full_compaction_run_config
 from pipelines.factory import paimon_definitions
 from pipelines.spec.declaration import Column, Compaction, Ingestion, PaimonTableSpec, Partitions
+from resources import keys
 from resources.landing_location import LandingLocation
 
 ENGINES = ("ours",)
@@ -118,7 +120,7 @@ def step_events(result: Any) -> tuple[dict[str, float], list[float]]:
             durations[event.step_key] = event.event_specific_data.duration_ms / 1000
         if event.event_type_value == "STEP_OUTPUT":
             metadata = event.event_specific_data.metadata or {}
-            for key in ("paimon/compaction/peak_rss_mib", "peak_rss_mib"):
+            for key in (keys.COMPACTION_PEAK_RSS_MIB, "peak_rss_mib"):
                 if key in metadata:
                     rss.append(float(metadata[key].value))
     return durations, rss
@@ -160,7 +162,7 @@ def variant(name: str, setup: Setup, *, executor: str | None, config: dict[str, 
     backfill = 0.0
     write_rss: list[float] = []
     for day in days:
-        wall, (_, rss) = execute(f"ingest_{TABLE.replace('.', '_')}_job", settings, instance,
+        wall, (_, rss) = execute(names.ingestion_job(TABLE), settings, instance,
                                  tags={"dagster/partition": day})
         backfill += wall
         write_rss += rss
@@ -168,7 +170,7 @@ def variant(name: str, setup: Setup, *, executor: str | None, config: dict[str, 
     compact_wh = root / f"compact-{name}"
     shutil.copytree(base, compact_wh)
     settings = {**settings, "warehouse": str(compact_wh)}
-    wall, (durations, rss) = execute("paimon_full_compaction_job", settings, instance,
+    wall, (durations, rss) = execute(names.FULL_COMPACTION_JOB, settings, instance,
                                      run_config=full_compaction_run_config(spec(settings).target()),
                                      tags=compaction_tags(TABLE))
     table = pc.Catalog(str(compact_wh)).get_table(TABLE)

@@ -77,7 +77,7 @@ class CompactionConfig(CompactionTarget):
     """A minor compaction: what Paimon's picker asks for in each bucket, and nothing more."""
 
     full: bool = Field(default=False, description="Rewrite every selected bucket into one sorted run at "
-                       "the max level (append tables: every small file), as paimon_full_compaction_job does.")
+                       f"the max level (append tables: every small file), as {FULL_COMPACTION_JOB} does.")
     level0_threshold: int = Field(
         default=0, ge=0,
         description="Only compact buckets with at least this many level-0 files. 0: every bucket the "
@@ -255,7 +255,7 @@ JOB_TAGS = {keys.OPERATION_TAG: "compact"}
 @dg.job(name=COMPACTION_JOB, tags=JOB_TAGS,
         description="Minor compaction of one Paimon table: in every partition that needs it, what "
         "Paimon's picker asks for (level 0 folded into the levels). Launched by the compaction "
-        "sensors with paimon/compaction=<db.table>; launch it by hand with that tag too.")
+        f"sensors with {keys.COMPACTION_TAG}=<db.table>; launch it by hand with that tag too.")
 def paimon_compaction_job() -> None:
     plan_out, tasks = plan_compaction()
     compacted = commit_compaction(plan_out, tasks.map(compact_partition).collect())
@@ -265,7 +265,7 @@ def paimon_compaction_job() -> None:
 @dg.job(name=FULL_COMPACTION_JOB, tags=JOB_TAGS,
         description="Full compaction of one Paimon table (or some partitions): every bucket rewritten "
         "into one sorted run at the max level, superseded versions and deletes dropped. Tag runs "
-        "with paimon/compaction=<db.table>.")
+        f"with {keys.COMPACTION_TAG}=<db.table>.")
 def paimon_full_compaction_job() -> None:
     plan_out, tasks = plan_full_compaction()
     report_compaction(plan_out, commit_compaction(plan_out, tasks.map(compact_partition).collect()))

@@ -15,7 +15,7 @@ from typing import Any
 import dagster as dg
 
 import paimon_core as pc
-from pipelines.names import LEVEL0_CHECK, SMALL_FILES_CHECK
+from pipelines.names import FULL_COMPACTION_JOB, LEVEL0_CHECK, SMALL_FILES_CHECK
 from pipelines.target import TableTarget
 from pipelines.verdicts import CheckOutcome
 
@@ -142,7 +142,7 @@ def small_files_outcome(state: pc.LsmState, *, min_file_num: int, primary_key: b
         description = f"at most {worst} small file(s) {where}per bucket (limit {limit})"
     else:
         description = (f"{crowded} bucket(s) hold {limit} or more small files {where}(worst {worst}); "
-                       "paimon_full_compaction_job merges them")
+                       f"{FULL_COMPACTION_JOB} merges them")
     return CheckOutcome(SMALL_FILES_CHECK, not crowded, dg.AssetCheckSeverity.WARN, description, {
         "small_file_ratio": round(state.small_file_ratio, 4),
         "small_files": sum(b.small_files for b in state.buckets),

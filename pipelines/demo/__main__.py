@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pac
 
 import paimon_core as pc
+from pipelines import names
 from pipelines.compaction.lsm import check_outcomes, format_state
 from pipelines.definitions import REPO_ROOT, defs
 from pipelines.demo.log_events import PARTITION_COLUMN, TABLE
@@ -53,11 +54,11 @@ SNAPSHOTS_SHOWN = 12
 ORDERS_KEY = dg.AssetKey(["shop", "orders"])
 USER_ORDER_TOTALS_KEY = dg.AssetKey(["shop", "user_order_totals"])
 REVENUE_KEY = dg.AssetKey(["shop", "order_revenue_by_status"])
-LOGS_JOB = "ingest_logs_events_job"
-ORDERS_JOB = "ingest_shop_orders_job"
-TOTALS_JOB = "ingest_shop_user_order_totals_job"
-COMPACT_ORDERS_SENSOR = "compact_shop_orders_sensor"
-REVENUE_SENSOR = "changes_shop_order_revenue_by_status_sensor"
+LOGS_JOB = names.ingestion_job("logs.events")
+ORDERS_JOB = names.ingestion_job("shop.orders")
+TOTALS_JOB = names.ingestion_job("shop.user_order_totals")
+COMPACT_ORDERS_SENSOR = names.compaction_sensor("shop.orders")
+REVENUE_SENSOR = names.changes_sensor("shop.order_revenue_by_status")
 CONSUMER_ID = "order_revenue_by_status"
 # Tags Dagster's own launches put on runs: the demo's in-process runs carry them too, so they
 # show on the sensor's and the schedule's pages in the UI.
@@ -112,7 +113,7 @@ def plain_metadata(result: dg.ExecuteInProcessResult, key: dg.AssetKey) -> dict[
 
 def data_check_verdict(result: dg.ExecuteInProcessResult) -> str:
     """The partition's data-quality check (the LSM checks are shown with the compaction)."""
-    checks = [c for c in result.get_asset_check_evaluations() if c.check_name == "partition_valid"]
+    checks = [c for c in result.get_asset_check_evaluations() if c.check_name == names.DATA_CHECK]
     return "check passed" if checks and all(c.passed for c in checks) else "CHECK FAILED"
 
 

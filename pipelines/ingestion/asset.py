@@ -98,10 +98,10 @@ def automation_md(spec: PaimonTableSpec) -> dg.MetadataValue:
                      f"level 0 reaching {threshold if threshold else 'the compaction trigger'} -> {job}"
                      + (f"; every {every} commits -> {names.FULL_COMPACTION_JOB}" if every else "")))
     if spec.maintenance.expire_cron:
-        rows.append((f"expire_snapshots_{spec.name}", "schedule",
+        rows.append((names.expire_schedule(spec.table), "schedule",
                      f"`{spec.maintenance.expire_cron}` -> {names.EXPIRE_JOB}"))
     if spec.maintenance.orphans_cron:
-        rows.append((f"remove_orphan_files_{spec.name}", "schedule",
+        rows.append((names.orphans_schedule(spec.table), "schedule",
                      f"`{spec.maintenance.orphans_cron}` -> {names.ORPHANS_JOB}"))
     lines = ["| automation | kind | acts on |", "|---|---|---|", *(f"| {n} | {k} | {w} |" for n, k, w in rows)]
     return dg.MetadataValue.md("\n".join(lines) if rows else "(none)")

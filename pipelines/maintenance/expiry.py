@@ -130,7 +130,7 @@ def expire_snapshots(context: dg.OpExecutionContext, config: ExpireSnapshotsConf
 @dg.job(name=EXPIRE_JOB, executor_def=dg.in_process_executor, tags={keys.OPERATION_TAG: "expire-snapshots"},
         description="Expire one Paimon table's old snapshots with its retention options (or the config's "
         "overrides), deleting the files only they reached; consumers and tags are respected. Launched by "
-        "the expire_snapshots_<db>_<table> schedules with paimon/compaction=<db.table>.")
+        f"the {names.expire_schedule('<db>.<table>')} schedules with {keys.COMPACTION_TAG}=<db.table>.")
 def paimon_expire_snapshots_job() -> None:
     expire_snapshots()
 

@@ -117,8 +117,8 @@ def remove_orphan_files(context: dg.OpExecutionContext, config: RemoveOrphanFile
 
 @dg.job(name=ORPHANS_JOB, executor_def=dg.in_process_executor, tags={keys.OPERATION_TAG: "remove-orphan-files"},
         description="Delete one Paimon table's orphan files (referenced by no snapshot or tag) older than a "
-        "day, or the configured window. Launched by the remove_orphan_files_<db>_<table> schedules with "
-        "paimon/compaction=<db.table>.")
+        f"day, or the configured window. Launched by the {names.orphans_schedule('<db>.<table>')} schedules "
+        f"with {keys.COMPACTION_TAG}=<db.table>.")
 def paimon_remove_orphan_files_job() -> None:
     remove_orphan_files()
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import dagster as dg
 
 import paimon_core as pc
+from pipelines import names
 from pipelines.cron import DEFAULT_EXPIRE_CRON, DEFAULT_ORPHANS_CRON, current_ms, iso, scheduled_ticks
 from pipelines.names import ORPHANS_CHECK, RETENTION_CHECK
 from pipelines.target import TableTarget
@@ -98,7 +99,7 @@ def retention_outcome(table: pc.Table, target: TableTarget, *, at_ms: int | None
     if overdue.snapshots:
         description = (f"{len(overdue.snapshots)} snapshot(s) ({overdue.snapshots[0]}..{overdue.snapshots[-1]}) "
                        f"were due for expiry by the run at {iso(previous)} and are still there; is the "
-                       f"schedule expire_snapshots_{target.name} running?")
+                       f"schedule {names.expire_schedule(target.table)} running?")
     elif over_max:
         description = (f"{span.count} snapshots retained, more than snapshot.num-retained.max "
                        f"{options.snapshot_num_retained_max}; consumers ({consumers}) may hold them")
@@ -138,7 +139,7 @@ def orphans_outcome(table: pc.Table, target: TableTarget, *, at_ms: int | None =
     if found.orphans:
         description = (f"{len(found.orphans)} orphan file(s) ({found.bytes:,} bytes) older than "
                        f"{iso(found.older_than_ms)}, which the cleanup at {iso(previous)} could have deleted; "
-                       f"is the schedule remove_orphan_files_{target.name} running?")
+                       f"is the schedule {names.orphans_schedule(target.table)} running?")
     else:
         description = (f"no orphan file older than {iso(found.older_than_ms)} ({found.candidates} file(s) that old, "
                        "all referenced)")

@@ -10,6 +10,7 @@ from typing import Any
 import dagster as dg
 import pytest
 
+from pipelines import names
 from pipelines.definitions import load
 from pipelines.demo.log_source import LogEventSource
 from pipelines.demo.order_source import OrderEventSource
@@ -19,9 +20,9 @@ from resources import PaimonCatalogResource
 ROWS = 1_500
 # About 1,100 changes a day, streamed in batches of 500 so the writer sees several batches.
 ORDERS = 300
-LOGS_JOB = "ingest_logs_events_job"
-ORDERS_JOB = "ingest_shop_orders_job"
-TOTALS_JOB = "ingest_shop_user_order_totals_job"
+LOGS_JOB = names.ingestion_job("logs.events")
+ORDERS_JOB = names.ingestion_job("shop.orders")
+TOTALS_JOB = names.ingestion_job("shop.user_order_totals")
 
 
 @pytest.fixture

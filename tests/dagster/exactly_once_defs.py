@@ -18,7 +18,7 @@ from typing import Any
 import dagster as dg
 import pyarrow as pa
 
-from pipelines import Column, Ingestion, PaimonTableSpec, Partitions, paimon_definitions
+from pipelines import Column, Ingestion, PaimonTableSpec, Partitions, names, paimon_definitions
 
 ROWS, CHUNK, KEYS = 40_000, 10_000, 100
 DAYS = Partitions("daily", start="2024-03-01", end="2024-03-05")
@@ -53,7 +53,7 @@ def specs() -> list[PaimonTableSpec]:
 
 def ingestion_job(table: str, warehouse: str) -> Any:
     defs = paimon_definitions(specs(), warehouse=warehouse)
-    return defs.resolve_job_def(f"ingest_{table.replace('.', '_')}_job")
+    return defs.resolve_job_def(names.ingestion_job(table))
 
 
 def reconstructable(table: str, warehouse: str) -> Any:

@@ -19,16 +19,16 @@ import pyarrow.compute as pac
 import pytest
 
 import paimon_core as pc
-from pipelines import Column, Ingestion, PaimonTableSpec, paimon_definitions
+from pipelines import Column, Ingestion, PaimonTableSpec, names, paimon_definitions
 from pipelines.compaction.jobs import compaction_run_config, compaction_tags
 from pipelines.errors import TableDefinitionError
 from tests.dagster.conftest import one_line_failure
 
 STATUS = "plant.device_status"
 COUNTS = "plant.status_counts"
-COUNTS_JOB = "ingest_plant_status_counts_job"
-COUNTS_SENSOR = "changes_plant_status_counts_sensor"
-STATUS_JOB = "ingest_plant_device_status_job"
+COUNTS_JOB = names.ingestion_job("plant.status_counts")
+COUNTS_SENSOR = names.changes_sensor("plant.status_counts")
+STATUS_JOB = names.ingestion_job("plant.device_status")
 UPDATES: list[pd.DataFrame] = []
 
 
@@ -140,10 +140,10 @@ def test_a_lookup_source_feeds_exact_counts(tmp_path: Path, instance: dg.Dagster
     for step in range(len(UPDATES)):
         run(defs, instance, STATUS_JOB)
         if step % 2 == 1:  # the changes surface when compaction pushes level 0 up
-            run(defs, instance, "paimon_compaction_job", run_config=compaction_run_config(specs[0].target()),
+            run(defs, instance, names.COMPACTION_JOB, run_config=compaction_run_config(specs[0].target()),
                 tags=compaction_tags(STATUS))
         run(defs, instance, COUNTS_JOB)
-    run(defs, instance, "paimon_compaction_job", run_config=compaction_run_config(specs[0].target()),
+    run(defs, instance, names.COMPACTION_JOB, run_config=compaction_run_config(specs[0].target()),
         tags=compaction_tags(STATUS))
     run(defs, instance, COUNTS_JOB)
 

@@ -28,6 +28,7 @@ from metadata_values import value_of
 import paimon_core as pc
 from paimon_core import ChangeStream
 from paimon_core.compaction.state import BucketState, LsmState
+from pipelines import names
 from pipelines.compaction.jobs import (
     COMPACTION_JOB,
     FULL_COMPACTION_JOB,
@@ -45,7 +46,7 @@ from pipelines.ingestion.changes import consumer_user
 from pipelines.ingestion.consumer import PendingChanges
 from pipelines.spec.declaration import Column, Ingestion, PaimonTableSpec
 from pipelines.target import TableTarget, declared_targets
-from resources import PaimonCatalogResource, commit_user_for, write_partition
+from resources import PaimonCatalogResource, commit_user_for, keys, write_partition
 from resources.keys import (
     COMPACTION_TAG,
     CONSUMER_TAG,
@@ -61,9 +62,9 @@ OTHER_DAY = "2024-01-04"
 CHUNK = 250  # 5 commits a day: full-compaction.delta-commits and the level-0 trigger
 ORDERS_KEY = dg.AssetKey(["shop", "orders"])
 REVENUE_KEY = dg.AssetKey(["shop", "order_revenue_by_status"])
-REVENUE_JOB = "ingest_shop_order_revenue_by_status_job"
-REVENUE_SENSOR = "changes_shop_order_revenue_by_status_sensor"
-ORDERS_SENSOR = "compact_shop_orders_sensor"
+REVENUE_JOB = names.ingestion_job("shop.order_revenue_by_status")
+REVENUE_SENSOR = names.changes_sensor("shop.order_revenue_by_status")
+ORDERS_SENSOR = names.compaction_sensor("shop.orders")
 CONSUMER_ID = "order_revenue_by_status"
 CONSUMER_USER = consumer_user(CONSUMER_ID)
 DEMO_TABLES = REPO_ROOT / "pipelines" / "demo" / "defs" / "tables" / "defs.yaml"
@@ -218,7 +219,7 @@ def metadata_of(result: dg.ExecuteInProcessResult) -> dict[str, Any]:
 
 def changes_of(result: dg.ExecuteInProcessResult) -> dict[str, Any]:
     """The ``paimon/changes/*`` metadata of a consumer run, without the prefix."""
-    prefix = "paimon/changes/"
+    prefix = keys.CHANGES_PREFIX
     return {name[len(prefix):]: value for name, value in metadata_of(result).items() if name.startswith(prefix)}
 
 
@@ -371,11 +372,11 @@ def test_full_compaction_job_writes_the_changelog_of_changed_keys(
     # Each partition's step reports the changelog it wrote, on the step and on the asset.
     [step] = [e for e in second.all_events if e.event_type_value == "STEP_OUTPUT"
               and (e.step_key or "").startswith("compact_partition")]
-    assert step.event_specific_data.metadata["paimon/compaction/changelog_rows"].value == 12
+    assert step.event_specific_data.metadata[keys.COMPACTION_CHANGELOG_ROWS].value == 12
     observations = [e.event_specific_data.asset_observation for e in second.all_events
                     if e.event_type_value == "ASSET_OBSERVATION"
-                    and "paimon/compaction/changelog_rows" in e.event_specific_data.asset_observation.metadata]
-    assert [(o.asset_key, o.metadata["paimon/compaction/changelog_rows"].value) for o in observations] == [
+                    and keys.COMPACTION_CHANGELOG_ROWS in e.event_specific_data.asset_observation.metadata]
+    assert [(o.asset_key, o.metadata[keys.COMPACTION_CHANGELOG_ROWS].value) for o in observations] == [
         (ORDERS_KEY, 12)]
     assert [o.partition for o in observations] == [DAY]
 
@@ -388,8 +389,8 @@ def test_revenue_follows_the_orders_through_full_compactions(
     ingest(orders, DAY, run_id="r1")
     # Nothing reached the max level yet: a new consumer starts from there and finds nothing.
     first = metadata_of(consume_revenue(run_job))
-    assert first["paimon/changes/full_read"] and first["paimon/ingest/rows_written"] == 0
-    assert first["paimon/changes/started_from"] == "latest-full (a new consumer)"
+    assert first[keys.CHANGES_FULL_READ] and first[keys.INGEST_ROWS_WRITTEN] == 0
+    assert first[keys.CHANGES_STARTED_FROM] == "latest-full (a new consumer)"
     assert revenue_rows(catalog) == {}
 
     full_compaction(run_job, orders_target)  # the day's orders, as +I
@@ -613,7 +614,7 @@ def test_the_revenue_asset_its_job_and_sensor(demo_defs: dg.Definitions) -> None
 
     assert node.group_name == "shop" and node.partitions_def is None
     checks = {c.name for c in graph.get_check_keys_for_assets({REVENUE_KEY})}
-    assert checks == {"level0_below_stop_trigger", "small_files", "snapshots_within_retention", "no_orphan_files"}
+    assert checks == {names.LEVEL0_CHECK, names.SMALL_FILES_CHECK, names.RETENTION_CHECK, names.ORPHANS_CHECK}
     job = demo_defs.resolve_job_def(REVENUE_JOB)
     assert set(job.asset_layer.selected_asset_keys) == {REVENUE_KEY}
     assert job.tags.items() >= {TABLE_TAG: REVENUE_TABLE}.items()
@@ -622,7 +623,7 @@ def test_the_revenue_asset_its_job_and_sensor(demo_defs: dg.Definitions) -> None
     assert CONSUMER_ID in (sensor.description or "")
     # shop.orders names its consumer, whose unread snapshots its expiry keeps.
     orders_node = graph.get(ORDERS_KEY)
-    assert orders_node.metadata["paimon/consumers"] == CONSUMER_ID
+    assert orders_node.metadata[keys.CONSUMERS_METADATA_KEY] == CONSUMER_ID
 
 
 def test_the_revenue_asset_is_wired_downstream_of_orders(demo_defs: dg.Definitions) -> None:
@@ -668,8 +669,8 @@ def test_the_compaction_job_produces_a_lookup_changelog(run_job: JobRunner, cata
 
 ACCOUNTS = "crm.accounts"
 LEDGER = "crm.account_ledger"
-LEDGER_JOB = "ingest_crm_account_ledger_job"
-LEDGER_SENSOR = "changes_crm_account_ledger_sensor"
+LEDGER_JOB = names.ingestion_job("crm.account_ledger")
+LEDGER_SENSOR = names.changes_sensor("crm.account_ledger")
 BALANCE = pa.decimal128(12, 2)
 ACCOUNT_SCHEMA = pa.schema([pa.field("account_id", pa.int64(), nullable=False), pa.field("owner", pa.string()),
                             pa.field("balance", BALANCE), pa.field("op", pa.string())])

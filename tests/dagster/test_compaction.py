@@ -24,6 +24,7 @@ from metadata_values import value_of
 
 import paimon_core as pc
 from paimon_core.compaction.state import BucketState, LsmState
+from pipelines import names
 from pipelines.compaction.jobs import (
     COMPACTION_JOB,
     FULL_COMPACTION_JOB,
@@ -67,7 +68,7 @@ from pipelines.target import (
     follow_seconds,
     sensor_interval_seconds,
 )
-from resources import PaimonCatalogResource, write_partition
+from resources import PaimonCatalogResource, keys, write_partition
 from resources.keys import COMPACTION_TAG, FOLLOW_TAG
 from resources.writes import CHUNK_PROPERTY, FINAL_PROPERTY, chunked
 
@@ -75,7 +76,7 @@ DAY = "2024-01-03"
 OTHER_DAY = "2024-01-02"  # both inside the demo's shop partitions (2024-01-01 .. 2024-01-03)
 ORDERS = 300  # about 1,100 changes a day
 CHUNK = 250  # 5 commits a day: the default compaction trigger
-SENSOR = "compact_shop_orders_sensor"
+SENSOR = names.compaction_sensor("shop.orders")
 ORDERS_KEY = dg.AssetKey(["shop", "orders"])
 # shop.orders as it was before it produced a changelog: minor compactions only.
 MINOR_OPTIONS = {key: value for key, value in ORDERS_OPTIONS.items() if key not in ORDERS_CHANGELOG_OPTIONS}
@@ -157,12 +158,12 @@ def observations(result: dg.ExecuteInProcessResult) -> list[dg.AssetObservation]
 
 def compactions(result: dg.ExecuteInProcessResult) -> list[dg.AssetObservation]:
     """The observations of one partition's compaction each."""
-    return [o for o in observations(result) if "paimon/compaction/partition" in o.metadata]
+    return [o for o in observations(result) if keys.COMPACTION_PARTITION in o.metadata]
 
 
 def shape_after(result: dg.ExecuteInProcessResult) -> dg.AssetObservation:
     """The one observation of the table's LSM shape after the run's compactions (paimon/lsm/*)."""
-    [shape] = [o for o in observations(result) if "paimon/lsm/max_level0_files" in o.metadata]
+    [shape] = [o for o in observations(result) if keys.LSM_MAX_LEVEL0_FILES in o.metadata]
     return shape
 
 
@@ -236,9 +237,9 @@ def test_the_orders_asset_commits_every_n_changes(warehouse: str, instance: dg.D
 
     [event] = [e for e in result.get_asset_materialization_events() if e.asset_key == ORDERS_KEY]
     metadata = event.step_materialization_data.materialization.metadata
-    assert value_of(metadata["paimon/ingest/commits"]) == 5
+    assert value_of(metadata[keys.INGEST_COMMITS]) == 5
     table = PaimonCatalogResource(warehouse=warehouse).table(ORDERS_TABLE)
-    assert metadata["paimon/ingest/snapshot_id"].value == str(table.latest_snapshot().id) == "5"
+    assert metadata[keys.INGEST_SNAPSHOT_ID].value == str(table.latest_snapshot().id) == "5"
     assert level0_per_bucket(table, DAY) == [5] * 4
 
 
@@ -296,8 +297,8 @@ def test_sensor_waits_for_the_trigger_then_requests_one_run_per_state(
     assert request.job_name == COMPACTION_JOB
     assert request.run_config == compaction_run_config(target, partitions=[f"dt={DAY}"])
     assert request.tags[COMPACTION_TAG] == ORDERS_TABLE
-    assert request.tags["paimon/trigger-level0"] == "6"
-    assert request.tags["paimon/trigger-reason"] == "level0"
+    assert request.tags[keys.TRIGGER_LEVEL0_TAG] == "6"
+    assert request.tags[keys.TRIGGER_REASON_TAG] == "level0"
     assert tick.cursor == str(latest)
     # The same state is evaluated once; evaluated again (cursor reset) it has the same run key,
     # so the daemon launches no second run for it.
@@ -375,19 +376,19 @@ def test_sensor_run_folds_level0_and_keeps_every_row(demo_defs: dg.Definitions, 
     observed = compactions(result)
     assert sorted(str(o.partition) for o in observed) == [OTHER_DAY, DAY]
     assert {o.asset_key for o in observed} == {ORDERS_KEY}
-    [buckets] = [o.metadata["paimon/compaction/buckets"].value for o in observed if o.partition == DAY]
+    [buckets] = [o.metadata[keys.COMPACTION_BUCKETS].value for o in observed if o.partition == DAY]
     assert [r.data["files per level before"] for r in buckets.records] == ["5/0/0/0/0/0"] * 4
     assert [r.data["files per level after"] for r in buckets.records] == ["0/0/0/0/0/1"] * 4
     [day] = [o for o in observed if o.partition == DAY]
-    assert day.metadata["paimon/compaction/partition"].value == f"dt={DAY}"
-    assert value_of(day.metadata["paimon/compaction/level0_files_before"]) == 4 * 5
-    assert value_of(day.metadata["paimon/compaction/level0_files_after"]) == 0
+    assert day.metadata[keys.COMPACTION_PARTITION].value == f"dt={DAY}"
+    assert value_of(day.metadata[keys.COMPACTION_LEVEL0_FILES_BEFORE]) == 4 * 5
+    assert value_of(day.metadata[keys.COMPACTION_LEVEL0_FILES_AFTER]) == 0
     # Then the table's shape after, as plottable numbers on the asset (not on a partition).
     shape = shape_after(result)
     assert (shape.asset_key, shape.partition) == (ORDERS_KEY, None)
-    assert shape.metadata["paimon/lsm/max_level0_files"].value == 0
-    assert shape.metadata["paimon/lsm/snapshot_id"].value == str(orders.latest_snapshot().id)
-    assert shape.metadata["paimon/lsm/files"].value == 2 * 4
+    assert shape.metadata[keys.LSM_MAX_LEVEL0_FILES].value == 0
+    assert shape.metadata[keys.LSM_SNAPSHOT_ID].value == str(orders.latest_snapshot().id)
+    assert shape.metadata[keys.LSM_FILES].value == 2 * 4
     # The LSM checks are recorded on the asset as of after the compaction.
     checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
     assert checks == {LEVEL0_CHECK: True, SMALL_FILES_CHECK: True}
@@ -467,7 +468,7 @@ def test_append_table_small_files_are_compacted(demo_defs: dg.Definitions, insta
         events.write(day.slice(part * 500, 500))
     before = events.read().sort_by([("ts", "ascending"), ("message", "ascending")])
 
-    [request] = sensor_tick(demo_defs, instance, catalog, name="compact_logs_events_sensor").run_requests
+    [request] = sensor_tick(demo_defs, instance, catalog, name=names.compaction_sensor("logs.events")).run_requests
     result = run_job(request.job_name, run_config=request.run_config, tags=dict(request.tags))
 
     assert result.success and request.job_name == COMPACTION_JOB
@@ -541,7 +542,7 @@ def three_runs_of_a_day(defs: dg.Definitions, instance: dg.DagsterInstance) -> J
     """Three ingestion runs of DAY (three level-0 files per bucket) and one of OTHER_DAY."""
     runner = JobRunner(defs, instance)
     for day in (DAY, DAY, DAY, OTHER_DAY):
-        assert runner("ingest_crm_customers_job", day).success
+        assert runner(names.ingestion_job("crm.customers"), day).success
     return runner
 
 
@@ -554,7 +555,7 @@ def test_observations_land_on_a_three_part_key_and_the_mapped_partition(
     target = declared_targets(defs)[CUSTOMERS_TABLE]
     assert target.asset_key == CUSTOMERS_KEY and target.partition_key({"day": "20240103"}) == DAY
 
-    tick = sensor_tick(defs, instance, defs.resources["paimon_catalog"], name="compact_crm_customers_sensor")
+    tick = sensor_tick(defs, instance, defs.resources["paimon_catalog"], name=names.compaction_sensor("crm.customers"))
 
     [request] = tick.run_requests
     assert request.run_config == compaction_run_config(target, partitions=["day=20240103"])
@@ -562,7 +563,7 @@ def test_observations_land_on_a_three_part_key_and_the_mapped_partition(
     assert result.success
     [observed] = compactions(result)
     assert (observed.asset_key, observed.partition) == (CUSTOMERS_KEY, DAY)
-    assert observed.metadata["paimon/compaction/partition"].value == "day=20240103"
+    assert observed.metadata[keys.COMPACTION_PARTITION].value == "day=20240103"
     assert {(e.asset_key, e.check_name) for e in result.get_asset_check_evaluations()} == {
         (CUSTOMERS_KEY, LEVEL0_CHECK), (CUSTOMERS_KEY, SMALL_FILES_CHECK)}
     # The observation is stored on that asset's partition, next to the partition's materializations.
@@ -585,7 +586,7 @@ def test_a_spec_threshold_at_the_trigger_gets_compacted(warehouse: str, instance
     defs = paimon_definitions([spec], warehouse=warehouse)
     runner = three_runs_of_a_day(defs, instance)
     [request] = sensor_tick(defs, instance, defs.resources["paimon_catalog"],
-                            name="compact_crm_customers_sensor").run_requests
+                            name=names.compaction_sensor("crm.customers")).run_requests
 
     result = runner(request.job_name, run_config=request.run_config, tags=dict(request.tags))
 
@@ -670,7 +671,7 @@ def test_the_checks_run_with_the_ingestion(warehouse: str, instance: dg.DagsterI
     result = JobRunner(defs, instance)(ORDERS_JOB, DAY)
 
     checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
-    assert checks["partition_valid"].passed
+    assert checks[names.DATA_CHECK].passed
     assert not checks[LEVEL0_CHECK].passed
     assert checks[LEVEL0_CHECK].severity == dg.AssetCheckSeverity.WARN
     assert checks[LEVEL0_CHECK].metadata["max_level0_files"].value == 10
@@ -753,7 +754,7 @@ def test_definitions_wire_sensors_jobs_and_checks(monkeypatch: pytest.MonkeyPatc
     defs = load(warehouse)
     graph = defs.resolve_asset_graph()
     for table, key in ((ORDERS_TABLE, ORDERS_KEY), (LOG_TABLE, dg.AssetKey(["logs", "events"]))):
-        sensor = defs.resolve_sensor_def(f"compact_{table.replace('.', '_')}_sensor")
+        sensor = defs.resolve_sensor_def(names.compaction_sensor(table))
         assert [t.job_name for t in sensor.targets] == [COMPACTION_JOB, FULL_COMPACTION_JOB]
         assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
         assert sensor.minimum_interval_seconds == 30
@@ -761,4 +762,4 @@ def test_definitions_wire_sensors_jobs_and_checks(monkeypatch: pytest.MonkeyPatc
     for name in (COMPACTION_JOB, FULL_COMPACTION_JOB):
         job = defs.resolve_job_def(name)
         assert job.executor_def is dg.in_process_executor
-        assert job.tags["paimon/operation"] == "compact"
+        assert job.tags[keys.OPERATION_TAG] == "compact"

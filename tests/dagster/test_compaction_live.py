@@ -32,6 +32,7 @@ import pytest
 from live_dagster import FINISHED, LiveDagster, live_dagster
 
 import paimon_core as pc
+from pipelines import names
 from pipelines.compaction.sensor import REASON_FULL_DUE, REASON_LEVEL0
 from pipelines.demo.order_source import OrderEventSource
 from pipelines.demo.orders import (
@@ -49,9 +50,9 @@ from resources.keys import COMPACTION_TAG, CONSUMER_TAG, TABLE_TAG, TRIGGER_LEVE
 
 pytestmark = [pytest.mark.slow, pytest.mark.live]  # a real webserver and daemon
 
-SENSOR = "compact_shop_orders_sensor"
-REVENUE_SENSOR = "changes_shop_order_revenue_by_status_sensor"
-REVENUE_JOB = "ingest_shop_order_revenue_by_status_job"
+SENSOR = names.compaction_sensor("shop.orders")
+REVENUE_SENSOR = names.changes_sensor("shop.order_revenue_by_status")
+REVENUE_JOB = names.ingestion_job("shop.order_revenue_by_status")
 # The revenue consumer (shop.orders' changelog -> shop.order_revenue_by_status), as the YAML declares it.
 CONSUMER_ID = "order_revenue_by_status"
 REVENUE_RUN_TAGS = {CONSUMER_TAG: CONSUMER_ID}
@@ -106,7 +107,7 @@ def compaction_runs(dagster: LiveDagster) -> list[dict[str, Any]]:
     """Runs of the compaction jobs on shop.orders (maintenance runs, launched by their schedules
     when a test crosses the hour, carry the same tag)."""
     runs = dagster.runs({COMPACTION_TAG: ORDERS_TABLE})
-    return [r for r in runs if r["jobName"] in ("paimon_compaction_job", "paimon_full_compaction_job")]
+    return [r for r in runs if r["jobName"] in (names.COMPACTION_JOB, names.FULL_COMPACTION_JOB)]
 
 
 def failure_report(dagster: LiveDagster, runs: list[dict[str, Any]]) -> str:
@@ -165,7 +166,7 @@ def test_backfill_through_graphql_gets_compacted_by_the_sensor(tmp_path: Path) -
     assert {r["status"] for r in ingestion} == {"SUCCESS"}
     assert all(r["tags"][TABLE_TAG] == ORDERS_TABLE for r in ingestion)
     assert compactions and {r["status"] for r in compactions} == {"SUCCESS"}
-    assert {r["jobName"] for r in compactions} == {"paimon_full_compaction_job"}
+    assert {r["jobName"] for r in compactions} == {names.FULL_COMPACTION_JOB}
     assert all(r["tags"]["dagster/sensor_name"] == SENSOR for r in compactions)
     # Why each was launched: 5 commits since the last full compaction, or 5 level-0 files seen.
     for run in compactions:

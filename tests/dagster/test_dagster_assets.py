@@ -12,10 +12,11 @@ import pyarrow.parquet as pq
 import pytest
 
 import paimon_core as pc
+from pipelines import names
 from pipelines.definitions import load
 from pipelines.demo.log_events import SCHEMA, TABLE, TABLE_OPTIONS, synthetic_batches
 from pipelines.demo.log_source import LogEventSource
-from resources import PaimonWrite, commit_user_for, write_partition
+from resources import PaimonWrite, commit_user_for, keys, write_partition
 from resources.keys import TABLE_TAG
 from tests.dagster.conftest import LOGS_JOB, small_sources
 from tests.dagster.metadata_values import value_of
@@ -23,7 +24,7 @@ from tests.dagster.metadata_values import value_of
 DAY = "2024-01-03"
 OTHER_DAY = "2024-01-04"
 LOGS_KEY = dg.AssetKey(["logs", "events"])
-DATA_CHECK = "partition_valid"
+DATA_CHECK = names.DATA_CHECK
 
 
 def table_of(resources: dict[str, Any]) -> pc.Table:
@@ -93,8 +94,8 @@ def test_rematerializing_a_day_replaces_it(materialize_day: Any, resources: dict
     snapshots = table.snapshots()
     assert [s.commit_kind for s in snapshots] == ["OVERWRITE", "OVERWRITE"]
     assert snapshots[-1].total_record_count == rows.num_rows
-    assert metadata_of(second)["paimon/ingest/snapshot_id"] == snapshots[-1].id
-    assert metadata_of(second)["paimon/ingest/reused_commit"] is False  # another run writes again
+    assert metadata_of(second)[keys.INGEST_SNAPSHOT_ID] == snapshots[-1].id
+    assert metadata_of(second)[keys.INGEST_REUSED_COMMIT] is False  # another run writes again
 
 
 def test_two_days_are_both_kept(materialize_day: Any, resources: dict[str, Any],
@@ -117,25 +118,25 @@ def test_materialization_metadata(materialize_day: Any, resources: dict[str, Any
     table = table_of(resources)
     rows = resources["log_source"].rows_per_partition
     day_files = [f for f in table.files() if f.partition == f"dt={DAY}"]
-    assert metadata["paimon/ingest/rows_written"] == rows
+    assert metadata[keys.INGEST_ROWS_WRITTEN] == rows
     assert metadata["dagster/partition_row_count"] == rows
     assert metadata["dagster/row_count"] == 2 * rows  # an append table: the manifests count it exactly
-    assert metadata["paimon/ingest/files"] == len(day_files) >= 1
-    assert metadata["paimon/ingest/snapshot_id"] == latest(table).id == 2  # shown as text: read, not plotted
-    assert metadata["paimon/ingest/commit_kind"] == "OVERWRITE"
-    assert metadata["paimon/ingest/mode"] == "overwrite"
-    assert metadata["paimon/ingest/commits"] == 1
-    assert metadata["paimon/ingest/reused_commit"] is False
+    assert metadata[keys.INGEST_FILES] == len(day_files) >= 1
+    assert metadata[keys.INGEST_SNAPSHOT_ID] == latest(table).id == 2  # shown as text: read, not plotted
+    assert metadata[keys.INGEST_COMMIT_KIND] == "OVERWRITE"
+    assert metadata[keys.INGEST_MODE] == "overwrite"
+    assert metadata[keys.INGEST_COMMITS] == 1
+    assert metadata[keys.INGEST_REUSED_COMMIT] is False
     assert metadata["dagster/uri"] == table.uri
     assert metadata["dagster/table_name"] == TABLE
-    assert not any(key.startswith("paimon/ingest/inserts") for key in metadata)  # no row-kind column
+    assert not any(key.startswith(keys.INGEST_INSERTS) for key in metadata)  # no row-kind column
     schema = metadata["dagster/column_schema"]  # as declared: Paimon types, descriptions
     assert [c.name for c in schema.columns] == SCHEMA.names
     assert {c.name: c.type for c in schema.columns}["ts"] == "TIMESTAMP(6)"
     assert {c.name: c.description for c in schema.columns}["dt"] == "The day (partition)"
     # The LSM shape after the write: one level-0 file per day (write-only: compaction runs elsewhere).
-    assert metadata["paimon/lsm/max_level0_files"] == 1
-    assert metadata["paimon/lsm/level0_files"] == metadata["paimon/lsm/files"] == 2
+    assert metadata[keys.LSM_MAX_LEVEL0_FILES] == 1
+    assert metadata[keys.lsm_level_files(0)] == metadata[keys.LSM_FILES] == 2
 
 
 def test_commit_records_run_asset_and_partition(materialize_day: Any, resources: dict[str, Any]) -> None:
@@ -146,10 +147,10 @@ def test_commit_records_run_asset_and_partition(materialize_day: Any, resources:
     assert snapshot.commit_user == commit_user_for(result.run_id, "logs/events", DAY)
     assert snapshot.commit_user == f"dagster:{result.run_id}:logs/events:{DAY}"
     assert snapshot.commit_identifier == 1
-    assert properties["dagster.run_id"] == result.run_id
-    assert properties["dagster.partition"] == DAY
-    assert properties["dagster.asset_key"] == "logs/events"
-    assert properties["dagster.write_mode"] == "overwrite"
+    assert properties[keys.RUN_ID_PROPERTY] == result.run_id
+    assert properties[keys.PARTITION_PROPERTY] == DAY
+    assert properties[keys.ASSET_KEY_PROPERTY] == "logs/events"
+    assert properties[keys.WRITE_MODE_PROPERTY] == "overwrite"
 
 
 def test_job_run_is_tagged_and_writes_the_day(run_job: Any, resources: dict[str, Any]) -> None:
@@ -159,8 +160,8 @@ def test_job_run_is_tagged_and_writes_the_day(run_job: Any, resources: dict[str,
     assert result.dagster_run.tags["dagster/partition"] == DAY
     assert table_of(resources).read(["dt"]).num_rows == resources["log_source"].rows_per_partition
     evaluations = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
-    assert evaluations == {DATA_CHECK: True, "level0_below_stop_trigger": True, "small_files": True,
-                           "snapshots_within_retention": True}  # no_orphan_files runs with the cleanup job
+    assert evaluations == {DATA_CHECK: True, names.LEVEL0_CHECK: True, names.SMALL_FILES_CHECK: True,
+                           names.RETENTION_CHECK: True}  # no_orphan_files runs with the cleanup job
 
 
 def test_a_step_that_materializes_the_asset_directly_uses_the_tables_pool(
@@ -169,7 +170,7 @@ def test_a_step_that_materializes_the_asset_directly_uses_the_tables_pool(
     result = dg.materialize([logs_asset(demo_defs)], partition_key=DAY, instance=instance)
 
     assert result.success
-    assert logs_asset(demo_defs).op.pool == f"paimon-write/{TABLE}"
+    assert logs_asset(demo_defs).op.pool == names.pool(TABLE)
     assert day_rows(table_of(resources), DAY).num_rows == resources["log_source"].rows_per_partition
 
 
@@ -254,10 +255,10 @@ def test_asset_check_passes_on_a_written_partition(materialize_day: Any) -> None
 def test_the_lsm_checks_see_the_written_partition(materialize_day: Any) -> None:
     result = materialize_day(DAY)
 
-    level0 = evaluation_of(result, "level0_below_stop_trigger")
+    level0 = evaluation_of(result, names.LEVEL0_CHECK)
     assert level0.passed
     assert level0.metadata["max_level0_files"].value == 1  # write-only: the files stay in level 0
-    assert evaluation_of(result, "small_files").metadata["files"].value == 1
+    assert evaluation_of(result, names.SMALL_FILES_CHECK).metadata["files"].value == 1
 
 
 # ---- landing mode ---------------------------------------------------------------------------
@@ -297,7 +298,7 @@ def test_landing_mode_ingests_parquet_and_jsonl(materialize_day: Any, warehouse:
     assert [r["latency_ms"] for r in rows] == [12.5, 900.0, 310.0, 1.5]
     assert str(rows[2]["ts"]) == "2024-01-03 10:00:00.250000"
     assert {r["dt"] for r in rows} == {DAY}
-    assert metadata_of(result)["paimon/ingest/rows_written"] == 4
+    assert metadata_of(result)[keys.INGEST_ROWS_WRITTEN] == 4
     assert evaluation_of(result).passed
 
 

@@ -19,6 +19,7 @@ from pipelines.errors import TableDefinitionError
 from pipelines.factory import SHARED_JOBS, paimon_definitions
 from pipelines.maintenance.verdicts import ORPHANS_CHECK, RETENTION_CHECK
 from pipelines.spec.declaration import PaimonTableSpec
+from resources import keys
 from resources.keys import TABLE_TAG
 from tests.dagster.conftest import LOGS_JOB, ORDERS_JOB, TOTALS_JOB, small_sources
 
@@ -29,7 +30,7 @@ LOGS_KEY = dg.AssetKey(["logs", "events"])
 ORDERS_KEY = dg.AssetKey(["shop", "orders"])
 TOTALS_KEY = dg.AssetKey(["shop", "user_order_totals"])
 REVENUE_KEY = dg.AssetKey(["shop", "order_revenue_by_status"])
-REVENUE_JOB = "ingest_shop_order_revenue_by_status_job"
+REVENUE_JOB = names.ingestion_job("shop.order_revenue_by_status")
 # table -> (asset key, ingestion job)
 TABLES = {
     "logs.events": (LOGS_KEY, LOGS_JOB),
@@ -37,7 +38,7 @@ TABLES = {
     "shop.user_order_totals": (TOTALS_KEY, TOTALS_JOB),
     "shop.order_revenue_by_status": (REVENUE_KEY, REVENUE_JOB),
 }
-LSM_AND_MAINTENANCE_CHECKS = {"level0_below_stop_trigger", "small_files", RETENTION_CHECK, ORPHANS_CHECK}
+LSM_AND_MAINTENANCE_CHECKS = {names.LEVEL0_CHECK, names.SMALL_FILES_CHECK, RETENTION_CHECK, ORPHANS_CHECK}
 
 
 def demo_specs() -> dict[str, PaimonTableSpec]:
@@ -97,7 +98,7 @@ def test_each_table_has_its_checks(table: str, data_check: bool) -> None:
 
     checks = {check.name for check in defs.resolve_asset_graph().get_check_keys_for_assets({key})}
 
-    assert checks == LSM_AND_MAINTENANCE_CHECKS | ({"partition_valid"} if data_check else set())
+    assert checks == LSM_AND_MAINTENANCE_CHECKS | ({names.DATA_CHECK} if data_check else set())
 
 
 def test_ingestion_is_one_op_per_asset_in_the_tables_pool() -> None:
@@ -107,8 +108,8 @@ def test_ingestion_is_one_op_per_asset_in_the_tables_pool() -> None:
         asset = graph.get(key).assets_def
         assert asset.node_def.name == "__".join(key.path)  # shop__orders, no longer ingest_orders
         assert isinstance(asset.node_def, dg.OpDefinition)
-        assert asset.op.pool == names.pool(table) == f"paimon-write/{table}"
-        assert asset.op.tags["paimon/operation"].startswith("ingest-")
+        assert asset.op.pool == names.pool(table)
+        assert asset.op.tags[keys.OPERATION_TAG].startswith("ingest-")
         assert asset.op.retry_policy is not None and asset.op.retry_policy.max_retries == 3
 
 
@@ -144,7 +145,7 @@ def test_assets_name_their_table_uri_kinds_and_owners(tmp_path: Path) -> None:
         spec = asset_spec(loaded, key)
         database, name = table.split(".")
         assert plain(spec.metadata["dagster/table_name"]) == table
-        assert plain(spec.metadata["paimon/table"]) == table
+        assert plain(spec.metadata[keys.TABLE_TAG]) == table
         assert plain(spec.metadata["dagster/uri"]) == (warehouse / f"{database}.db" / name).as_uri()
         assert spec.kinds == {"paimon", "parquet", "table"}
     assert asset_spec(loaded, LOGS_KEY).owners == ["team:platform"]
@@ -156,14 +157,14 @@ def test_assets_name_their_table_uri_kinds_and_owners(tmp_path: Path) -> None:
 def test_assets_carry_the_write_mode_options_and_consumers() -> None:
     orders = asset_spec(defs, ORDERS_KEY).metadata
 
-    assert plain(orders["paimon/write_mode"]) == "upsert"
-    assert plain(orders["paimon/primary_key"]) == "dt, order_id"
-    assert plain(orders["paimon/partition_keys"]) == "dt"
-    assert plain(orders["paimon/consumers"]) == "order_revenue_by_status"
-    assert plain(orders["paimon/options"])["write-only"] == "true"  # compacted by the sensor's jobs
-    assert plain(orders["paimon/options"])["changelog-producer"] == "full-compaction"
-    assert plain(asset_spec(defs, LOGS_KEY).metadata["paimon/write_mode"]) == "overwrite"
-    assert plain(asset_spec(defs, REVENUE_KEY).metadata["paimon/write_mode"]) == "append"
+    assert plain(orders[keys.WRITE_MODE_METADATA_KEY]) == "upsert"
+    assert plain(orders[keys.PRIMARY_KEY_METADATA_KEY]) == "dt, order_id"
+    assert plain(orders[keys.PARTITION_KEYS_METADATA_KEY]) == "dt"
+    assert plain(orders[keys.CONSUMERS_METADATA_KEY]) == "order_revenue_by_status"
+    assert plain(orders[keys.OPTIONS_METADATA_KEY])["write-only"] == "true"  # compacted by the sensor's jobs
+    assert plain(orders[keys.OPTIONS_METADATA_KEY])["changelog-producer"] == "full-compaction"
+    assert plain(asset_spec(defs, LOGS_KEY).metadata[keys.WRITE_MODE_METADATA_KEY]) == "overwrite"
+    assert plain(asset_spec(defs, REVENUE_KEY).metadata[keys.WRITE_MODE_METADATA_KEY]) == "append"
 
 
 @pytest.mark.parametrize(("key", "function", "line"), [
@@ -222,7 +223,7 @@ def test_a_scheduled_table_requests_the_day_that_just_ended(tmp_path: Path) -> N
         ingestion=dataclasses.replace(logs.ingestion, schedule=True, schedule_hour=1, schedule_minute=15),
         partitions=dataclasses.replace(logs.partitions, end=None))
     definitions = paimon_definitions([scheduled], warehouse=str(tmp_path / "warehouse"), resources=small_sources())
-    schedule = definitions.resolve_schedule_def("ingest_logs_events_schedule")
+    schedule = definitions.resolve_schedule_def(names.ingestion_schedule("logs.events"))
     tick = dt_.datetime(2024, 3, 5, 1, 15, tzinfo=dt_.UTC)
 
     [request] = schedule.evaluate_tick(dg.build_schedule_context(scheduled_execution_time=tick)).run_requests or []
@@ -235,13 +236,13 @@ def test_a_scheduled_table_requests_the_day_that_just_ended(tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize(("job_name", "operation"), [
-    ("paimon_expire_snapshots_job", "expire-snapshots"),
-    ("paimon_remove_orphan_files_job", "remove-orphan-files"),
+    (names.EXPIRE_JOB, "expire-snapshots"),
+    (names.ORPHANS_JOB, "remove-orphan-files"),
 ])
 def test_maintenance_jobs_have_a_schedule_per_table(job_name: str, operation: str) -> None:
     job = defs.resolve_job_def(job_name)
 
-    assert job.tags["paimon/operation"] == operation
+    assert job.tags[keys.OPERATION_TAG] == operation
     for table in TABLES:
         schedule = defs.resolve_schedule_def(f"{operation.replace('-', '_')}_{table.replace('.', '_')}")
         assert schedule.job_name == job_name
@@ -251,10 +252,10 @@ def test_maintenance_jobs_have_a_schedule_per_table(job_name: str, operation: st
 def test_every_table_has_a_compaction_sensor_and_the_revenue_a_changes_sensor() -> None:
     sensors = {sensor.name: sensor for sensor in defs.sensors or []}
 
-    assert set(sensors) == {f"compact_{table.replace('.', '_')}_sensor" for table in TABLES} | {
-        "changes_shop_order_revenue_by_status_sensor"}
+    assert set(sensors) == {names.compaction_sensor(table) for table in TABLES} | {
+        names.changes_sensor("shop.order_revenue_by_status")}
     assert {s.default_status for s in sensors.values()} == {dg.DefaultSensorStatus.RUNNING}
-    assert sensors["changes_shop_order_revenue_by_status_sensor"].job_name == REVENUE_JOB
+    assert sensors[names.changes_sensor("shop.order_revenue_by_status")].job_name == REVENUE_JOB
 
 
 # ---- composing definitions ------------------------------------------------------------------
@@ -300,7 +301,7 @@ def test_instance_template_limits_one_run_per_table() -> None:
 
     # One ingestion run and, separately, one compaction run per table at a time.
     assert limits == [{"key": key, "value": {"applyLimitPerUniqueValue": True}, "limit": 1}
-                      for key in (TABLE_TAG, "paimon/compaction")]
+                      for key in (TABLE_TAG, keys.COMPACTION_TAG)]
     assert overrides["telemetry"] == {"enabled": False}
     assert overrides["nux"] == {"enabled": False}
 

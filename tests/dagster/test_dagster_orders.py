@@ -21,6 +21,7 @@ import yaml
 from cdc_truth import replay
 
 import paimon_core as pc
+from pipelines import names
 from pipelines.component import TableModel
 from pipelines.definitions import REPO_ROOT, load
 from pipelines.demo.order_source import OrderEventSource
@@ -39,7 +40,7 @@ from pipelines.demo.orders import (
     user_contributions,
 )
 from pipelines.factory import paimon_definitions
-from resources import commit_user_for, write_partition
+from resources import commit_user_for, keys, write_partition
 from resources.keys import TABLE_TAG
 from tests.dagster.conftest import ORDERS_JOB, TOTALS_JOB, JobRunner, small_sources
 from tests.dagster.metadata_values import value_of
@@ -48,7 +49,7 @@ DAY = "2024-01-03"
 OTHER_DAY = "2024-01-02"
 ORDERS_KEY = dg.AssetKey(["shop", "orders"])
 TOTALS_KEY = dg.AssetKey(["shop", "user_order_totals"])
-DATA_CHECK = "partition_valid"
+DATA_CHECK = names.DATA_CHECK
 # shop.orders commits every this many changes (ingestion.commit_every_rows in the YAML).
 COMMIT_EVERY = 1_500
 
@@ -117,8 +118,8 @@ def test_rematerializing_a_day_leaves_the_same_orders(materialize_orders: Any,
     assert [s.commit_kind for s in snapshots] == ["APPEND", "APPEND"]  # no overwrite needed
     assert snapshots[1].total_record_count == 2 * snapshots[0].total_record_count  # stored twice, read once
     changes = day_changes(resources, DAY).num_rows
-    assert metadata_of(first, ORDERS_KEY)["paimon/ingest/rows_written"] == changes
-    assert metadata_of(second, ORDERS_KEY)["paimon/ingest/rows_written"] == changes
+    assert metadata_of(first, ORDERS_KEY)[keys.INGEST_ROWS_WRITTEN] == changes
+    assert metadata_of(second, ORDERS_KEY)[keys.INGEST_ROWS_WRITTEN] == changes
     assert metadata_of(second, ORDERS_KEY)["dagster/partition_row_count"] == after.num_rows
 
 
@@ -175,10 +176,10 @@ def test_commit_and_run_are_tagged(materialize_orders: Any, resources: dict[str,
     properties = dict(snapshot.properties or {})
     assert snapshot.commit_user == f"dagster:{result.run_id}:shop/orders:{DAY}"
     assert snapshot.commit_identifier == 1  # one chunk: the day has fewer changes than a commit holds
-    assert properties["dagster.run_id"] == result.run_id
-    assert properties["dagster.partition"] == DAY
-    assert properties["dagster.asset_key"] == "shop/orders"
-    assert properties["dagster.write_mode"] == "upsert"
+    assert properties[keys.RUN_ID_PROPERTY] == result.run_id
+    assert properties[keys.PARTITION_PROPERTY] == DAY
+    assert properties[keys.ASSET_KEY_PROPERTY] == "shop/orders"
+    assert properties[keys.WRITE_MODE_PROPERTY] == "upsert"
     assert result.dagster_run.tags[TABLE_TAG] == ORDERS_TABLE
     assert result.dagster_run.tags["dagster/partition"] == DAY
 
@@ -192,20 +193,20 @@ def test_orders_materialization_metadata(materialize_orders: Any, resources: dic
     changes = day_changes(resources, DAY)
     kinds = kind_counts(changes)
     live = len(replay(changes))
-    assert metadata["paimon/ingest/rows_written"] == changes.num_rows
-    assert (metadata["paimon/ingest/inserts"], metadata["paimon/ingest/update_befores"],
-            metadata["paimon/ingest/update_afters"], metadata["paimon/ingest/deletes"]) == (
+    assert metadata[keys.INGEST_ROWS_WRITTEN] == changes.num_rows
+    assert (metadata[keys.INGEST_INSERTS], metadata[keys.INGEST_UPDATE_BEFORES],
+            metadata[keys.INGEST_UPDATE_AFTERS], metadata[keys.INGEST_DELETES]) == (
         kinds["+I"], kinds["-U"], kinds["+U"], kinds["-D"])
     assert metadata["dagster/partition_row_count"] == live
-    assert metadata["paimon/ingest/row_count_source"] == "merged read"  # level-0 files overlap
-    assert metadata["paimon/ingest/snapshot_id"] == latest(table).id == 2  # shown as text: read, not plotted
-    assert metadata["paimon/ingest/commit_kind"] == "APPEND"
-    assert metadata["paimon/ingest/stored_records"] == latest(table).total_record_count
-    assert metadata["paimon/ingest/mode"] == "upsert"
-    assert metadata["paimon/ingest/commits"] == 1
+    assert metadata[keys.INGEST_ROW_COUNT_SOURCE] == "merged read"  # level-0 files overlap
+    assert metadata[keys.INGEST_SNAPSHOT_ID] == latest(table).id == 2  # shown as text: read, not plotted
+    assert metadata[keys.INGEST_COMMIT_KIND] == "APPEND"
+    assert metadata[keys.INGEST_STORED_RECORDS] == latest(table).total_record_count
+    assert metadata[keys.INGEST_MODE] == "upsert"
+    assert metadata[keys.INGEST_COMMITS] == 1
     assert metadata["dagster/uri"] == table.uri
     assert metadata["dagster/table_name"] == ORDERS_TABLE
-    assert metadata["paimon/ingest/reused_commit"] is False
+    assert metadata[keys.INGEST_REUSED_COMMIT] is False
     assert "dagster/row_count" not in metadata  # would need a merged read of the whole table
     schema = metadata["dagster/column_schema"]  # as declared: Paimon types, the primary key marked
     assert [c.name for c in schema.columns] == ORDERS_SCHEMA.names
@@ -213,8 +214,8 @@ def test_orders_materialization_metadata(materialize_orders: Any, resources: dic
     assert columns["amount"].type == "DECIMAL(12, 2)"
     assert "primary key" in columns["order_id"].constraints.other
     # The LSM shape after the write: two days, each one level-0 file in each of the 4 buckets.
-    assert metadata["paimon/lsm/max_level0_files"] == 1
-    assert metadata["paimon/lsm/level0_files"] == metadata["paimon/lsm/files"] == 8
+    assert metadata[keys.LSM_MAX_LEVEL0_FILES] == 1
+    assert metadata[keys.lsm_level_files(0)] == metadata[keys.LSM_FILES] == 8
 
 
 def test_asset_check_passes(materialize_orders: Any, resources: dict[str, Any]) -> None:
@@ -257,9 +258,9 @@ def test_a_day_is_committed_every_commit_every_rows_changes(instance: dg.Dagster
     if expected_commits > 1:
         assert [(s.properties or {})["dagster.final_chunk"] for s in snapshots] == ["false", "false", "true"]
     metadata = metadata_of(result, ORDERS_KEY)
-    assert metadata["paimon/ingest/commits"] == expected_commits
-    assert metadata["paimon/ingest/rows_written"] == changes.num_rows
-    assert metadata["paimon/ingest/snapshot_id"] == snapshots[-1].id
+    assert metadata[keys.INGEST_COMMITS] == expected_commits
+    assert metadata[keys.INGEST_ROWS_WRITTEN] == changes.num_rows
+    assert metadata[keys.INGEST_SNAPSHOT_ID] == snapshots[-1].id
     assert day_rows(table, DAY).to_pylist() == replay(changes)
 
 
@@ -297,10 +298,10 @@ def test_user_totals_equal_a_group_by_of_the_orders(materialize_orders: Any, res
         orders = day_rows(table_of(resources), day)
         assert totals_rows(resources, day) == expected_totals(orders)
     metadata = metadata_of(result, TOTALS_KEY)
-    assert metadata["paimon/ingest/rows_written"] == day_rows(table_of(resources), OTHER_DAY).num_rows  # one per order
+    assert metadata[keys.INGEST_ROWS_WRITTEN] == day_rows(table_of(resources), OTHER_DAY).num_rows  # one per order
     assert metadata["dagster/partition_row_count"] == len(totals_rows(resources, OTHER_DAY))  # one per user
-    assert metadata["paimon/ingest/commit_kind"] == "OVERWRITE"
-    assert metadata["paimon/ingest/mode"] == "overwrite"
+    assert metadata[keys.INGEST_COMMIT_KIND] == "OVERWRITE"
+    assert metadata[keys.INGEST_MODE] == "overwrite"
 
 
 def test_rerunning_the_totals_does_not_double_count(materialize_orders: Any,
@@ -350,7 +351,7 @@ def test_a_day_whose_orders_were_all_cancelled_empties_its_totals(
     assert day_rows(table_of(resources), DAY).num_rows == 0
     assert totals_rows(resources, DAY) == []
     assert metadata_of(totals, TOTALS_KEY)["dagster/partition_row_count"] == 0
-    assert metadata_of(totals, TOTALS_KEY)["paimon/ingest/commit_kind"] == "OVERWRITE"  # the day was replaced
+    assert metadata_of(totals, TOTALS_KEY)[keys.INGEST_COMMIT_KIND] == "OVERWRITE"  # the day was replaced
     assert evaluation_of(orders).passed  # shop.orders allows an empty day (min_rows 0)
 
 
@@ -362,7 +363,7 @@ def test_the_two_jobs_write_both_tables(run_job: Any, instance: dg.DagsterInstan
     assert totals.dagster_run.tags.items() >= {TABLE_TAG: TOTALS_TABLE, "dagster/partition": DAY}.items()
     assert [e.asset_key for e in orders.get_asset_materialization_events()] == [ORDERS_KEY]
     assert [e.asset_key for e in totals.get_asset_materialization_events()] == [TOTALS_KEY]
-    lsm_and_retention = {"level0_below_stop_trigger": True, "small_files": True, "snapshots_within_retention": True}
+    lsm_and_retention = {names.LEVEL0_CHECK: True, names.SMALL_FILES_CHECK: True, names.RETENTION_CHECK: True}
     assert {e.check_name: e.passed for e in orders.get_asset_check_evaluations()} == {
         DATA_CHECK: True, **lsm_and_retention}  # no_orphan_files runs with the cleanup job only
     assert {e.check_name: e.passed for e in totals.get_asset_check_evaluations()} == lsm_and_retention
@@ -416,8 +417,8 @@ def test_landing_mode_applies_parquet_and_jsonl_changes(materialize_orders: Any,
         (1, 7, "paid", Decimal("10.00"), "+U"), (3, 7, "paid", Decimal("6.25"), "+U")]
     assert str(rows[0]["updated_at"]) == "2024-01-03 09:05:00"
     metadata = metadata_of(orders, ORDERS_KEY)
-    assert (metadata["paimon/ingest/rows_written"], metadata["paimon/ingest/inserts"],
-            metadata["paimon/ingest/update_afters"], metadata["paimon/ingest/deletes"],
+    assert (metadata[keys.INGEST_ROWS_WRITTEN], metadata[keys.INGEST_INSERTS],
+            metadata[keys.INGEST_UPDATE_AFTERS], metadata[keys.INGEST_DELETES],
             metadata["dagster/partition_row_count"]) == (8, 3, 2, 1, 2)
     assert evaluation_of(orders).passed
     assert totals_rows(resources, DAY) == [{

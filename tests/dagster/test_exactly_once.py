@@ -18,6 +18,7 @@ import pyarrow.compute as pac
 import pytest
 
 import paimon_core as pc
+from resources import keys
 from resources.writes import commit_user_for
 from tests.dagster.exactly_once_defs import KEYS, ROWS, TABLES, reconstructable
 
@@ -102,7 +103,7 @@ def test_a_reexecution_after_expiry_writes_nothing_twice(home: tuple[dg.DagsterI
     assert len(rewritten) == chunks - kill_after, "only the chunks that had not landed are written"
     [materialization] = instance.fetch_materializations(dg.AssetKey(name.split(".")), limit=1).records
     event = materialization.asset_materialization
-    assert event is not None and event.metadata["paimon/ingest/reused_commit"].value is True
+    assert event is not None and event.metadata[keys.INGEST_REUSED_COMMIT].value is True
 
 
 @pytest.mark.parametrize("mode", ["append", "upsert"])

@@ -19,15 +19,15 @@ import pyarrow as pa
 import pytest
 
 import paimon_core as pc
-from pipelines import Column, Ingestion, LandingLocation, PaimonTableSpec, Partitions, paimon_definitions
+from pipelines import Column, Ingestion, LandingLocation, PaimonTableSpec, Partitions, names, paimon_definitions
 from tests.dagster.conftest import one_line_failure
 from tests.dagster.test_user_tables import tick_sensor
 
 HOUR = "2024-03-01-10:00"
 READINGS = "plant.readings"
 DEVICES = "plant.devices"
-SENSOR = "land_plant_readings_sensor"
-JOB = "ingest_plant_readings_job"
+SENSOR = names.landing_sensor("plant.readings")
+JOB = names.ingestion_job("plant.readings")
 
 
 def readings_spec(landing: Path, **ingestion: Any) -> PaimonTableSpec:
@@ -170,7 +170,7 @@ def test_a_function_source_follows_the_same_policy(tmp_path: Path, instance: dg.
     """The same rules for a DataFrame: extra columns refused by default, an empty overwrite of a
     partition holding rows refused; an upsert of an empty frame changes nothing."""
     defs = paimon_definitions([devices_spec()], warehouse=str(tmp_path / "wh"))
-    job = defs.resolve_job_def("ingest_plant_devices_job")
+    job = defs.resolve_job_def(names.ingestion_job("plant.devices"))
     DEVICE_FRAMES[:] = [pd.DataFrame({"device": ["d1", "d2"], "status": ["ok", "ok"], "battery": [0.9, 0.8]}),
                         pd.DataFrame({"device": ["d1"], "status": ["low"], "battery": [0.1], "temperature": [20.0]})]
     assert job.execute_in_process(instance=instance).success
@@ -184,7 +184,7 @@ def test_a_function_source_follows_the_same_policy(tmp_path: Path, instance: dg.
 
     empty = paimon_definitions([devices_spec(mode="overwrite")], warehouse=str(tmp_path / "wh"))
     DEVICE_FRAMES[:] = [pd.DataFrame({"device": pd.Series([], dtype=str)})]
-    result = empty.resolve_job_def("ingest_plant_devices_job").execute_in_process(instance=instance,
+    result = empty.resolve_job_def(names.ingestion_job("plant.devices")).execute_in_process(instance=instance,
                                                                                   raise_on_error=False)
     assert "the overwrite of the whole table has no rows, but it holds 2 row(s)" in one_line_failure(result)
     assert state(table) == before
@@ -199,7 +199,7 @@ def test_a_second_upsert_of_a_lookup_changelog_table_reports_its_rows(tmp_path: 
     spec = devices_spec()
     spec = spec.with_options(options={**spec.options, "changelog-producer": "lookup"})
     defs = paimon_definitions([spec], warehouse=str(tmp_path / "wh"))
-    job = defs.resolve_job_def("ingest_plant_devices_job")
+    job = defs.resolve_job_def(names.ingestion_job("plant.devices"))
     DEVICE_FRAMES[:] = [pd.DataFrame({"device": ["d1", "d2"], "status": ["ok", "ok"], "battery": [0.9, 0.8]}),
                         pd.DataFrame({"device": ["d1"], "status": ["low"]})]
     assert job.execute_in_process(instance=instance).success

@@ -18,7 +18,7 @@ import pyarrow.compute as pac
 import pytest
 
 import paimon_core as pc
-from resources import PaimonCatalogResource, PaimonTableIOManager, PaimonWrite, commit_user_for, write_partition
+from resources import PaimonCatalogResource, PaimonTableIOManager, PaimonWrite, commit_user_for, keys, write_partition
 from resources.partition_mapping import time_mapping
 from tests.dagster.metadata_values import value_of
 
@@ -57,7 +57,7 @@ def io(warehouse: str, catalog: pc.Catalog) -> dict[str, Any]:
 
 def events_asset(produce: Callable[[], Any], *, mode: str | None = None, key: str = "events",
                  partitioned: bool = True, extra: dict[str, Any] | None = None) -> dg.AssetsDefinition:
-    metadata = {"paimon/write_mode": mode} if mode else {}
+    metadata = {keys.WRITE_MODE_METADATA_KEY: mode} if mode else {}
 
     @dg.asset(key=["db", key], partitions_def=daily if partitioned else None, io_manager_key=IO,
               metadata={**metadata, **(extra or {})})
@@ -119,17 +119,17 @@ def test_each_accepted_type_is_written(kind: str, io: dict[str, Any], catalog: p
 
     assert table_rows(catalog, "db.events") == rows([1, 2, 3]).to_pylist()
     metadata = output_metadata(result)
-    assert metadata["paimon/ingest/rows_written"] == 3
-    assert metadata["paimon/ingest/mode"] == "overwrite"
-    assert metadata["paimon/ingest/reused_commit"] is False
+    assert metadata[keys.INGEST_ROWS_WRITTEN] == 3
+    assert metadata[keys.INGEST_MODE] == "overwrite"
+    assert metadata[keys.INGEST_REUSED_COMMIT] is False
     assert metadata["dagster/partition_row_count"] == 3
     snapshot = catalog.get_table("db.events").latest_snapshot()
     assert snapshot is not None and snapshot.commit_kind == "OVERWRITE"
     assert snapshot.commit_user == f"dagster:{result.run_id}:db/events:{DAY}"
     assert snapshot.properties is not None
     assert {k: v for k, v in snapshot.properties.items() if k.startswith("dagster.")} == {
-        "dagster.run_id": result.run_id, "dagster.asset_key": "db/events", "dagster.partition": DAY,
-        "dagster.write_mode": "overwrite"}
+        keys.RUN_ID_PROPERTY: result.run_id, keys.ASSET_KEY_PROPERTY: "db/events", keys.PARTITION_PROPERTY: DAY,
+        keys.WRITE_MODE_PROPERTY: "overwrite"}
 
 
 @pytest.mark.parametrize("obj", [{"id": [1]}, "id,msg", 42])
@@ -178,7 +178,7 @@ def test_a_time_mapping_fills_a_date_column(warehouse: str, catalog: pc.Catalog,
     mapping = time_mapping({"day": "%Y-%m-%d"}, "%Y-%m-%d", daily.get_partition_keys(), table="db.dated")
 
     @dg.asset(key=["db", "dated"], partitions_def=daily, io_manager_key=IO,
-              metadata={"paimon/partition_mapping": mapping.to_metadata()})
+              metadata={keys.PARTITION_MAPPING_METADATA_KEY: mapping.to_metadata()})
     def dated() -> pa.Table:
         return pa.table({"id": [1, 2]})
 
@@ -222,7 +222,7 @@ def test_overwrite_with_no_rows_of_a_partition_holding_rows_is_refused(io: dict[
 def test_overwrite_with_no_rows_empties_the_partition_when_allowed(io: dict[str, Any], catalog: pc.Catalog) -> None:
     materialize([events_asset(lambda: rows([1, 2], dt=None))], io, partition=DAY)
     materialize([events_asset(lambda: rows([3], dt=None))], io, partition=OTHER_DAY)
-    allowed = {"paimon/allow_empty_partitions": True}
+    allowed = {keys.ALLOW_EMPTY_METADATA_KEY: True}
 
     result = materialize([events_asset(EVENTS.empty_table, extra=allowed)], io, partition=DAY)
 
@@ -243,7 +243,7 @@ def test_extra_columns_are_refused_or_ignored_as_declared(io: dict[str, Any], ca
                      "ignore", failure(result))
     assert catalog.get_table("db.events").latest_snapshot() is None
 
-    materialize([events_asset(drifted, extra={"paimon/extra_columns": "ignore"})], io)
+    materialize([events_asset(drifted, extra={keys.EXTRA_COLUMNS_METADATA_KEY: "ignore"})], io)
     assert [r["id"] for r in table_rows(catalog, "db.events")] == [1, 2]
 
 
@@ -252,7 +252,7 @@ def test_append_adds_to_the_partition(io: dict[str, Any], catalog: pc.Catalog) -
     result = materialize([events_asset(lambda: rows([2]), mode="append")], io)
 
     assert table_rows(catalog, "db.events") == rows([1, 2]).to_pylist()
-    assert output_metadata(result)["paimon/ingest/mode"] == "append"
+    assert output_metadata(result)[keys.INGEST_MODE] == "append"
     assert [s.commit_kind for s in catalog.get_table("db.events").snapshots()] == ["APPEND", "APPEND"]
 
 
@@ -270,7 +270,7 @@ def test_unpartitioned_overwrite_replaces_the_table(io: dict[str, Any], catalog:
     assert table.read().to_pylist() == [{"k": "c", "n": 3}]
     latest = table.latest_snapshot()
     assert latest is not None and latest.commit_user.endswith(":db/totals:-")
-    assert "dagster.partition" not in (latest.properties or {})
+    assert keys.PARTITION_PROPERTY not in (latest.properties or {})
 
 
 def users(data: dict[str, list[Any]]) -> pa.Table:
@@ -313,7 +313,8 @@ def test_upsert_into_an_append_table_is_refused(io: dict[str, Any], catalog: pc.
 def test_an_unknown_write_mode_is_refused(io: dict[str, Any]) -> None:
     result = materialize([events_asset(lambda: rows([1]), mode="merge")], io, raise_on_error=False)
 
-    assert failure(result) == "asset db/events: paimon/write_mode 'merge' is not one of append, overwrite, upsert"
+    assert failure(result) == (f"asset db/events: {keys.WRITE_MODE_METADATA_KEY} 'merge' is not one of append, "
+                               "overwrite, upsert")
 
 
 @pytest.mark.parametrize("key", [["db", "nope"], ["nodb", "nope"]], ids=["table", "database"])
@@ -372,7 +373,7 @@ def test_a_retried_step_finds_the_landed_commit(io: dict[str, Any], catalog: pc.
     attempts: list[int] = []
 
     @dg.asset(key=["db", "events"], partitions_def=daily, io_manager_key=IO,
-              metadata={"paimon/write_mode": "append"}, retry_policy=dg.RetryPolicy(max_retries=1))
+              metadata={keys.WRITE_MODE_METADATA_KEY: "append"}, retry_policy=dg.RetryPolicy(max_retries=1))
     def flaky(context) -> Iterator[dg.Output[pa.Table]]:
         attempts.append(context.retry_number)
         yield dg.Output(rows([1, 2]))  # handled (written) by the IO manager right here
@@ -384,7 +385,7 @@ def test_a_retried_step_finds_the_landed_commit(io: dict[str, Any], catalog: pc.
     assert attempts == [0, 1]
     assert table_rows(catalog, "db.events") == rows([1, 2]).to_pylist()  # appended once
     assert len(catalog.get_table("db.events").snapshots()) == 1
-    reused = [m.metadata["paimon/ingest/reused_commit"].value
+    reused = [m.metadata[keys.INGEST_REUSED_COMMIT].value
               for m in result.asset_materializations_for_node("db__events")]
     assert reused == [False, True]  # the first attempt's materialization, then the retry's
 
@@ -394,7 +395,8 @@ def test_a_retried_step_finds_the_landed_commit(io: dict[str, Any], catalog: pc.
 FAIL_ENV, WAREHOUSE_ENV = "PAIMON_TEST_FAIL_AFTER_WRITE", "PAIMON_TEST_WAREHOUSE"
 
 
-@dg.asset(key=["db", "events"], partitions_def=daily, io_manager_key=IO, metadata={"paimon/write_mode": "append"})
+@dg.asset(key=["db", "events"], partitions_def=daily, io_manager_key=IO,
+          metadata={keys.WRITE_MODE_METADATA_KEY: "append"})
 def written_then_failing() -> Iterator[dg.Output[pa.Table]]:
     yield dg.Output(rows([1, 2]))
     if os.environ.get(FAIL_ENV) == "1":
@@ -424,7 +426,7 @@ def test_reexecution_from_failure_finds_the_landed_commit(
         [materialization] = again.asset_materializations_for_node("db__events")
 
     assert again.dagster_run.root_run_id == failed.run_id
-    assert materialization.metadata["paimon/ingest/reused_commit"].value is True
+    assert materialization.metadata[keys.INGEST_REUSED_COMMIT].value is True
     assert table_rows(catalog, "db.events") == rows([1, 2]).to_pylist()
     [snapshot] = catalog.get_table("db.events").snapshots()
     assert snapshot.commit_user == f"dagster:{failed.run_id}:db/events:{DAY}"
@@ -518,8 +520,8 @@ def test_output_metadata_counts_the_partition(io: dict[str, Any]) -> None:
     result = materialize([events_asset(lambda: rows([1, 2, 3]))], io)
 
     metadata = output_metadata(result)
-    assert metadata["paimon/ingest/snapshot_id"] == 1  # shown as text: read, not plotted
-    assert metadata["paimon/ingest/commit_kind"] == "OVERWRITE"
+    assert metadata[keys.INGEST_SNAPSHOT_ID] == 1  # shown as text: read, not plotted
+    assert metadata[keys.INGEST_COMMIT_KIND] == "OVERWRITE"
     assert metadata["dagster/table_name"] == "db.events"
 
 

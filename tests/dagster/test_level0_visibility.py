@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 import paimon_core as pc
-from resources import write_metadata
+from resources import keys, write_metadata
 
 SCHEMA = pa.schema([pa.field("dt", pa.string(), nullable=False), pa.field("id", pa.int64(), nullable=False),
                     ("v", pa.string())])
@@ -25,7 +25,7 @@ def test_partition_row_count_counts_rows_out_of_level0(tmp_path: Path, options: 
     written = table.write(data)
     partition = {"dt": "2024-01-01"}
     before = write_metadata(table, snapshot_id=written, partition=partition, rows_written=4)
-    assert before["dagster/partition_row_count"] == 0 and before["paimon/ingest/files"] == 0  # all in level 0
+    assert before["dagster/partition_row_count"] == 0 and before[keys.INGEST_FILES] == 0  # all in level 0
     compacted = table.compact().snapshot_id
     after = write_metadata(table, snapshot_id=compacted, partition=partition, rows_written=0)
-    assert after["dagster/partition_row_count"] == 4 and after["paimon/ingest/files"] >= 1
+    assert after["dagster/partition_row_count"] == 4 and after[keys.INGEST_FILES] >= 1

@@ -22,6 +22,7 @@ from conftest import JobRunner, one_line_failure
 from metadata_values import value_of
 
 import paimon_core as pc
+from pipelines import names
 from pipelines.compaction.jobs import COMPACTION_JOB, compaction_run_config, compaction_tags
 from pipelines.compaction.sensor import pending_compaction
 from pipelines.cron import DEFAULT_EXPIRE_CRON, DEFAULT_ORPHANS_CRON, scheduled_ticks
@@ -44,7 +45,7 @@ from pipelines.maintenance.verdicts import (
 )
 from pipelines.spec.declaration import Column, Maintenance, PaimonTableSpec, Partitions
 from pipelines.target import TableTarget, declared_targets
-from resources import PaimonCatalogResource
+from resources import PaimonCatalogResource, keys
 from resources.keys import COMPACTION_TAG, TABLE_TAG
 
 DAY = "2024-01-03"
@@ -97,7 +98,7 @@ def observations(result: dg.ExecuteInProcessResult) -> list[dg.AssetObservation]
 
 def plain(metadata: Mapping[str, Any]) -> dict[str, Any]:
     """Metadata values by name, the ``paimon/maintenance/`` namespace dropped."""
-    return {key.removeprefix("paimon/maintenance/"): value_of(value) for key, value in metadata.items()}
+    return {key.removeprefix(keys.MAINTENANCE_PREFIX): value_of(value) for key, value in metadata.items()}
 
 
 def checks(result: dg.ExecuteInProcessResult) -> dict[str, dg.AssetCheckEvaluation]:
@@ -332,8 +333,8 @@ def test_maintenance_of_a_table_declared_with_a_spec(warehouse: str, instance: d
     stray = plant(table, "data-crashed-writer-9.parquet", age_s=10 * DAY_MS / 1000)
     tick = dt_.datetime(2024, 3, 5, 4, 30, tzinfo=dt_.UTC)
     runner = JobRunner(defs, instance)
-    for name, job, cron in (("expire_snapshots_crm_customers", EXPIRE_JOB, "*/10 * * * *"),
-                            ("remove_orphan_files_crm_customers", ORPHANS_JOB, "30 4 * * 0")):
+    for name, job, cron in ((names.expire_schedule("crm.customers"), EXPIRE_JOB, "*/10 * * * *"),
+                            (names.orphans_schedule("crm.customers"), ORPHANS_JOB, "30 4 * * 0")):
         schedule = defs.resolve_schedule_def(name)
         assert (schedule.job_name, schedule.cron_schedule) == (job, cron)
         context = dg.build_schedule_context(scheduled_execution_time=tick, resources={"paimon_catalog": catalog})
@@ -361,8 +362,8 @@ def test_every_table_has_both_schedules(demo_defs: dg.Definitions, catalog: Paim
     if table != LOG_TABLE:
         catalog.ensure_table(table, schema=LOG_SCHEMA)
     tick = dt_.datetime(2024, 3, 5, 3, 0, tzinfo=dt_.UTC)
-    expected = [(f"expire_snapshots_{target.name}", EXPIRE_JOB, DEFAULT_EXPIRE_CRON, expire_run_config(target)),
-                (f"remove_orphan_files_{target.name}", ORPHANS_JOB, DEFAULT_ORPHANS_CRON, orphans_run_config(target))]
+    expected = [(names.expire_schedule(target.table), EXPIRE_JOB, DEFAULT_EXPIRE_CRON, expire_run_config(target)),
+                (names.orphans_schedule(target.table), ORPHANS_JOB, DEFAULT_ORPHANS_CRON, orphans_run_config(target))]
     for name, job, cron, run_config in expected:
         schedule = demo_defs.resolve_schedule_def(name)
         context = dg.build_schedule_context(scheduled_execution_time=tick, resources={"paimon_catalog": catalog})
@@ -379,7 +380,7 @@ def test_every_table_has_both_schedules(demo_defs: dg.Definitions, catalog: Paim
 
 
 def test_schedules_skip_tables_that_do_not_exist(demo_defs: dg.Definitions, catalog: PaimonCatalogResource) -> None:
-    for name in ("expire_snapshots_shop_orders", "remove_orphan_files_shop_orders"):
+    for name in (names.expire_schedule("shop.orders"), names.orphans_schedule("shop.orders")):
         schedule = demo_defs.resolve_schedule_def(name)
         context = dg.build_schedule_context(scheduled_execution_time=dt_.datetime(2024, 3, 5, tzinfo=dt_.UTC),
                                             resources={"paimon_catalog": catalog})
@@ -397,7 +398,7 @@ def test_crons_come_from_the_spec(warehouse: str) -> None:
 
     # A spec without one schedule gets none, and its target says so.
     defs = paimon_definitions([customers_spec(Maintenance(orphans_cron=None))], warehouse=warehouse)
-    assert [s.name for s in defs.schedules or ()] == ["expire_snapshots_crm_customers"]
+    assert [s.name for s in defs.schedules or ()] == [names.expire_schedule("crm.customers")]
     assert declared_targets(defs)["crm.customers"].orphans_cron is None
 
     with pytest.raises(TableDefinitionError, match=r"table crm.customers: maintenance.orphans_cron .*'every day'"):
@@ -442,7 +443,7 @@ def test_retention_check_warns_once_expiry_is_overdue(run_job: JobRunner, events
     assert not later.passed and later.severity == dg.AssetCheckSeverity.WARN
     assert later.metadata["overdue_snapshots"] == COMMITS - 3
     assert later.metadata["snapshots_retained"] == COMMITS
-    assert "expire_snapshots_logs_events" in later.description
+    assert names.expire_schedule("logs.events") in later.description
 
     run(run_job, EXPIRE_JOB, expire_run_config(target, older_than="now"))
     assert retention_outcome(table, target, at_ms=now + 3 * HOUR_MS).passed
@@ -482,7 +483,7 @@ def test_orphan_check_warns_about_orphans_the_last_run_should_have_deleted(
     assert not outcome.passed and outcome.severity == dg.AssetCheckSeverity.WARN
     assert (outcome.metadata["orphan_files"], outcome.metadata["orphan_bytes"]) == (1, 1000)
     assert old.name in outcome.metadata["orphans"].value
-    assert "remove_orphan_files_logs_events" in outcome.description
+    assert names.orphans_schedule("logs.events") in outcome.description
     # The check on the asset says the same; after the cleanup job it passes.
     assert not execute_check(demo_defs, instance, ORPHANS_CHECK).passed
     result = run(run_job, ORPHANS_JOB, orphans_run_config(target))

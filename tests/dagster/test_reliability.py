@@ -50,6 +50,7 @@ from test_changelog import demo_definitions, demo_spec, demo_specs
 
 import paimon_core as pc
 from paimon_core.commit import FileStoreCommit
+from pipelines import names
 from pipelines.compaction.jobs import (
     COMPACTION_JOB,
     FULL_COMPACTION_JOB,
@@ -69,7 +70,7 @@ from pipelines.maintenance.expiry import EXPIRE_JOB, expire_run_config
 from pipelines.maintenance.orphans import ORPHANS_JOB, orphans_run_config
 from pipelines.maintenance.runs import maintenance_tags
 from pipelines.target import TableTarget, declared_targets
-from resources import PaimonCatalogResource, commit_user_for, write_partition
+from resources import PaimonCatalogResource, commit_user_for, keys, write_partition
 from resources.writes import CHUNK_PROPERTY, FINAL_PROPERTY
 
 DAY = "2024-01-03"
@@ -79,9 +80,9 @@ RunResult = dg.ExecuteInProcessResult | JobExecutionResult
 CHUNK = 250
 LOG_KEY = dg.AssetKey(["logs", "events"])
 ORDERS_KEY = dg.AssetKey(["shop", "orders"])
-LOG_SENSOR = "compact_logs_events_sensor"
-REVENUE_SENSOR = "changes_shop_order_revenue_by_status_sensor"
-REVENUE_JOB = "ingest_shop_order_revenue_by_status_job"
+LOG_SENSOR = names.compaction_sensor("logs.events")
+REVENUE_SENSOR = names.changes_sensor("shop.order_revenue_by_status")
+REVENUE_JOB = names.ingestion_job("shop.order_revenue_by_status")
 INGESTED = (LOG_TABLE, ORDERS_TABLE, "shop.user_order_totals", REVENUE_TABLE)
 SORT_EVENTS = [("ts", "ascending"), ("message", "ascending"), ("host", "ascending")]
 SORT_ORDERS = [("dt", "ascending"), ("order_id", "ascending")]
@@ -229,7 +230,7 @@ def test_the_ingestion_steps_declare_their_specs_retry_policy(tmp_path: Path) ->
         assert policy.jitter == dg.Jitter.PLUS_MINUS
         assert policy.delay == FAST_RETRY_DELAY_S  # demo_specs' (the YAML says 5 s)
         # The table's ingestion job takes the step's own policy.
-        job = defs.resolve_job_def(f"ingest_{table.replace('.', '_')}_job")
+        job = defs.resolve_job_def(names.ingestion_job(table))
         assert job.get_retry_policy_for_handle(NodeHandle.from_string("__".join(key.path))) == policy
     assert not Path(tmp_path / "unused").exists()
 
@@ -251,7 +252,7 @@ def test_a_retry_after_a_failure_before_the_commit_commits_once(
     assert (snapshot.commit_user, snapshot.commit_identifier) == (commit_user_for(result.run_id, "logs/events", DAY), 1)
     assert snapshot.commit_kind == "OVERWRITE"
     assert day_events(table, DAY).equals(expected_events(DAY))
-    assert all(checks_passed(result).values()) and "partition_valid" in checks_passed(result)
+    assert all(checks_passed(result).values()) and names.DATA_CHECK in checks_passed(result)
     # The failed attempt's data files are on disk, referenced by no snapshot, and reclaimable.
     assert fault.orphaned and all(Path(p).exists() for p in fault.orphaned)
     assert orphans_now(table) == set(fault.orphaned)
@@ -285,9 +286,9 @@ def test_a_retry_after_the_commit_landed_finds_it_and_commits_nothing(
     assert fault.landed == [snapshot.id]
     assert snapshot.commit_user == commit_user_for(result.run_id, "logs/events", DAY)  # a step retry keeps the run
     metadata = metadata_of(result)
-    assert metadata["paimon/ingest/snapshot_id"] == snapshot.id
-    assert metadata["paimon/ingest/reused_commit"] is True
-    assert (metadata["paimon/ingest/rows_written"], metadata["paimon/ingest/commits"]) == (0, 0)
+    assert metadata[keys.INGEST_SNAPSHOT_ID] == snapshot.id
+    assert metadata[keys.INGEST_REUSED_COMMIT] is True
+    assert (metadata[keys.INGEST_ROWS_WRITTEN], metadata[keys.INGEST_COMMITS]) == (0, 0)
     assert metadata["dagster/row_count"] == ROWS
     assert day_events(table, DAY).equals(expected_events(DAY))
     assert orphans_now(table) == set()
@@ -325,9 +326,9 @@ def test_a_retried_chunked_write_resumes_after_its_landed_chunks(
     assert [(s.properties or {})[FINAL_PROPERTY] for s in snapshots] == ["false"] * (chunks - 1) + ["true"]
     assert table.read().sort_by(SORT_ORDERS).equals(expected)  # each change applied once, in order
     metadata = metadata_of(result)
-    assert metadata["paimon/ingest/reused_commit"] is True
-    assert metadata["paimon/ingest/commits"] == (3 if when == "before" else 2)
-    assert metadata["paimon/ingest/snapshot_id"] == snapshots[-1].id
+    assert metadata[keys.INGEST_REUSED_COMMIT] is True
+    assert metadata[keys.INGEST_COMMITS] == (3 if when == "before" else 2)
+    assert metadata[keys.INGEST_SNAPSHOT_ID] == snapshots[-1].id
     assert orphans_now(table) == set(fault.orphaned)
     assert all(checks_passed(result).values())
     totals = runner(TOTALS_JOB, DAY)
@@ -351,7 +352,7 @@ def reexecution_job(table: str) -> Any:
     chunked: reconstructable (``dg.execute_job``) on the warehouse in ``$REEXECUTION_ENV``."""
     defs = demo_definitions(os.environ[REEXECUTION_ENV], commit_every_rows={ORDERS_TABLE: CHUNK},
                             retries={LOG_TABLE: 0, ORDERS_TABLE: 0})
-    return defs.resolve_job_def(f"ingest_{table.replace('.', '_')}_job")
+    return defs.resolve_job_def(names.ingestion_job(table))
 
 
 @pytest.mark.parametrize("table", [LOG_TABLE, ORDERS_TABLE])
@@ -384,14 +385,14 @@ def test_a_reexecution_from_failure_finds_the_landed_commit(
     snapshots = assert_snapshots_read(paimon)
     user = commit_user_for(failed.run_id, "/".join(["shop", "orders"] if chunked else ["logs", "events"]), DAY)
     assert {s.commit_user for s in snapshots} == {user}  # the root run's user, not the re-execution's
-    assert metadata["paimon/ingest/reused_commit"] is True
+    assert metadata[keys.INGEST_REUSED_COMMIT] is True
     if chunked:
         assert [s.commit_identifier for s in snapshots] == [1, 2, 3, 4, 5]
-        assert metadata["paimon/ingest/commits"] == 2
+        assert metadata[keys.INGEST_COMMITS] == 2
         expected, _ = reference_orders(str(tmp_path / "reference"))
         assert paimon.read().sort_by(SORT_ORDERS).equals(expected)
     else:
-        assert snapshots == landed and metadata["paimon/ingest/commits"] == 0
+        assert snapshots == landed and metadata[keys.INGEST_COMMITS] == 0
         assert day_events(paimon, DAY).equals(expected_events(DAY))
     assert instance.get_materialized_partitions(dg.AssetKey(table.split("."))) == {DAY}
 

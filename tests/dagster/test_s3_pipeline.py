@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 import paimon_core as pc
+from pipelines import names
 from pipelines.compaction.jobs import FULL_COMPACTION_JOB, compaction_tags, full_compaction_run_config
 from pipelines.component import TableModel
 from pipelines.definitions import REPO_ROOT
@@ -31,7 +32,7 @@ DAYS = ("2024-01-01", "2024-01-02")
 LOG_TABLE = "logs.events"
 ORDERS_TABLE = "shop.orders"
 REVENUE_TABLE = "shop.order_revenue_by_status"
-REVENUE_JOB = "ingest_shop_order_revenue_by_status_job"
+REVENUE_JOB = names.ingestion_job("shop.order_revenue_by_status")
 CONSUMER_ID = "order_revenue_by_status"
 
 

@@ -27,6 +27,7 @@ from pipelines.compaction.jobs import compaction_tags, full_compaction_run_confi
 from pipelines.factory import paimon_definitions
 from pipelines.ingestion.fanout import IngestSlice, plan_slices
 from pipelines.spec.declaration import Column, Compaction, Ingestion, PaimonTableSpec, Partitions
+from resources import keys
 from resources.landing_location import LandedFile, LandingLocation
 
 ENV = "PAIMON_SCALE_OUT"  # JSON: warehouse, landing, workers, executor, executor_config, compaction
@@ -153,26 +154,26 @@ def test_fanned_out_ingestion_makes_the_table_one_step_makes(setup: Any, instanc
                                                              workers: int) -> None:
     single = setup("single", workers=1)
     for day in DAYS:
-        for job in ("ingest_cdc_accounts_job", "ingest_web_clicks_job"):
+        for job in (names.ingestion_job(ACCOUNTS), names.ingestion_job(CLICKS)):
             materialize(job, day, instance)
     fanned = setup("fanned", workers=workers)
     for day in DAYS:
-        result = materialize("ingest_cdc_accounts_job", day, instance)
+        result = materialize(names.ingestion_job(ACCOUNTS), day, instance)
         metadata = metadata_of(result, dg.AssetKey(["cdc", "accounts"]))
-        assert int(metadata["paimon/ingest/write_steps"]) == workers
-        clicks = materialize("ingest_web_clicks_job", day, instance)
-        assert int(metadata_of(clicks, dg.AssetKey(["web", "clicks"]))["paimon/ingest/write_steps"]) == min(workers, 5)
+        assert int(metadata[keys.INGEST_WRITE_STEPS]) == workers
+        clicks = materialize(names.ingestion_job(CLICKS), day, instance)
+        assert int(metadata_of(clicks, dg.AssetKey(["web", "clicks"]))[keys.INGEST_WRITE_STEPS]) == min(workers, 5)
     for name in (ACCOUNTS, CLICKS):
         one, many = table(single, name), table(fanned, name)
         assert len(many.snapshots()) == len(DAYS)  # one snapshot per partition run
-        keys = SORT if name == ACCOUNTS else [*SORT, ("url", "ascending")]
-        assert many.read().sort_by(keys).equals(one.read().sort_by(keys))
+        order = SORT if name == ACCOUNTS else [*SORT, ("url", "ascending")]
+        assert many.read().sort_by(order).equals(one.read().sort_by(order))
     assert placement(table(fanned, ACCOUNTS)) == placement(table(single, ACCOUNTS))
 
 
 def test_rerunning_a_partition_run_commits_nothing_twice(setup: Any, instance: dg.DagsterInstance) -> None:
     settings = setup(workers=3, executor="in_process")  # the fan-out, without a process per step
-    job = reconstructable("ingest_cdc_accounts_job", settings)
+    job = reconstructable(names.ingestion_job(ACCOUNTS), settings)
     tags = {"dagster/partition": DAYS[0]}
     with dg.execute_job(job, instance=instance, tags=tags) as first:
         assert first.success
@@ -180,7 +181,7 @@ def test_rerunning_a_partition_run_commits_nothing_twice(setup: Any, instance: d
             parent_run_id=first.run_id)) as again:  # every step again
         assert again.success
         metadata = metadata_of(again, dg.AssetKey(["cdc", "accounts"]))
-    assert str(metadata["paimon/ingest/reused_commit"]).lower() == "true"
+    assert str(metadata[keys.INGEST_REUSED_COMMIT]).lower() == "true"
     accounts = table(settings, ACCOUNTS)
     assert len(accounts.snapshots()) == 1
     # with a cut-off after now every unreachable file is listed: the rerun wrote none
@@ -203,12 +204,12 @@ def test_a_retried_write_step_rewrites_only_its_own_files(setup: Any, instance: 
         return real(t, data, **kwargs)
 
     monkeypatch.setattr("pipelines.ingestion.fanout.prepare_share", failing_once)
-    result = materialize("ingest_cdc_accounts_job", DAYS[0], instance)
+    result = materialize(names.ingestion_job(ACCOUNTS), DAYS[0], instance)
     assert result.success and sorted(attempts) == [0, 1, 1]
     accounts = table(settings, ACCOUNTS)
     assert len(accounts.snapshots()) == 1
     reference = setup("reference", workers=1)
-    materialize("ingest_cdc_accounts_job", DAYS[0], instance)
+    materialize(names.ingestion_job(ACCOUNTS), DAYS[0], instance)
     assert accounts.read().sort_by(SORT).equals(table(reference, ACCOUNTS).read().sort_by(SORT))
     # the failed attempt's files are reachable from no snapshot: orphan cleanup reclaims them
     orphans = accounts.remove_orphan_files(older_than=2**62, force=True, dry_run=False)
@@ -221,15 +222,15 @@ def test_compaction_fans_out_per_group_of_buckets(setup: Any, instance: dg.Dagst
                                                   commit_once: bool) -> None:
     reference = setup("reference")
     for day in DAYS:
-        materialize("ingest_cdc_accounts_job", day, instance)
+        materialize(names.ingestion_job(ACCOUNTS), day, instance)
     target = specs(reference)[0].target()
-    scale_out_job("paimon_full_compaction_job").execute_in_process(
+    scale_out_job(names.FULL_COMPACTION_JOB).execute_in_process(
         instance=instance, run_config=full_compaction_run_config(target), tags=compaction_tags(ACCOUNTS))
     settings = setup("fanned", compaction={"buckets_per_step": 1, "commit_once": commit_once})
     for day in DAYS:
-        materialize("ingest_cdc_accounts_job", day, instance)
+        materialize(names.ingestion_job(ACCOUNTS), day, instance)
     target = specs(settings)[0].target()
-    result = scale_out_job("paimon_full_compaction_job").execute_in_process(
+    result = scale_out_job(names.FULL_COMPACTION_JOB).execute_in_process(
         instance=instance, run_config=full_compaction_run_config(target), tags=compaction_tags(ACCOUNTS))
     steps = [e.step_key for e in result.all_events if e.event_type_value == "STEP_SUCCESS"
              and e.step_key.startswith("compact_partition")]
@@ -252,11 +253,11 @@ def test_compaction_fans_out_per_group_of_buckets(setup: Any, instance: dg.Dagst
 def test_multiprocess_executor_runs_the_write_steps_in_processes(setup: Any, instance: dg.DagsterInstance) -> None:
     """A fanned-out table naming no executor gets the multiprocess one, its steps forked from a server."""
     reference = setup("reference", workers=1)
-    materialize("ingest_cdc_accounts_job", DAYS[0], instance)
+    materialize(names.ingestion_job(ACCOUNTS), DAYS[0], instance)
     settings = setup(workers=2)
-    executor = scale_out_job("ingest_cdc_accounts_job").executor_def
+    executor = scale_out_job(names.ingestion_job(ACCOUNTS)).executor_def
     assert executor.name == "multiprocess_executor_cdc_accounts"
-    job = reconstructable("ingest_cdc_accounts_job", settings)
+    job = reconstructable(names.ingestion_job(ACCOUNTS), settings)
     with dg.execute_job(job, instance=instance, tags={"dagster/partition": DAYS[0]}) as result:
         assert result.success
         pids = {e.pid for e in result.all_events if e.event_type_value == "STEP_START"}
@@ -289,8 +290,8 @@ def test_dask_executor_writes_compacts_and_reads_on_the_cluster(setup: Any, inst
                                                                 dask_cluster: Any) -> None:
     reference = setup("reference", workers=1)
     for day in DAYS:
-        materialize("ingest_cdc_accounts_job", day, instance)
-        materialize("ingest_web_clicks_job", day, instance)
+        materialize(names.ingestion_job(ACCOUNTS), day, instance)
+        materialize(names.ingestion_job(CLICKS), day, instance)
     config = {"cluster": {"existing": {"address": dask_cluster.scheduler_address}}}
     settings = setup(workers=2, executor="dask", executor_config=config,
                      compaction={"buckets_per_step": 2, "commit_once": True})
@@ -300,13 +301,13 @@ def test_dask_executor_writes_compacts_and_reads_on_the_cluster(setup: Any, inst
         worker_pids = set(client.run(os.getpid).values())
     assert len(worker_pids) == 2
     step_pids: set[int] = set()
-    for name in ("ingest_cdc_accounts_job", "ingest_web_clicks_job"):
+    for name in (names.ingestion_job(ACCOUNTS), names.ingestion_job(CLICKS)):
         job = reconstructable(name, settings)
         for day in DAYS:
             with dg.execute_job(job, instance=instance, tags={"dagster/partition": day}) as result:
                 assert result.success
                 step_pids |= {e.pid for e in result.all_events if e.event_type_value == "STEP_START"}
-    compaction = reconstructable("paimon_full_compaction_job", settings)
+    compaction = reconstructable(names.FULL_COMPACTION_JOB, settings)
     target = specs(settings)[0].target()
     with dg.execute_job(compaction, instance=instance, run_config=full_compaction_run_config(target),
                         tags=compaction_tags(ACCOUNTS)) as result:
@@ -316,8 +317,8 @@ def test_dask_executor_writes_compacts_and_reads_on_the_cluster(setup: Any, inst
     accounts, clicks = table(settings, ACCOUNTS), table(settings, CLICKS)
     assert [s.commit_kind for s in accounts.snapshots()] == ["APPEND", "APPEND", "COMPACT"]
     assert accounts.read().sort_by(SORT).equals(table(reference, ACCOUNTS).read().sort_by(SORT))
-    keys = [*SORT, ("url", "ascending")]
-    assert clicks.read().sort_by(keys).equals(table(reference, CLICKS).read().sort_by(keys))
+    order = [*SORT, ("url", "ascending")]
+    assert clicks.read().sort_by(order).equals(table(reference, CLICKS).read().sort_by(order))
 
     # the tables read back as Dask DataFrames on the same cluster, pruned by partition and column
     with Client(dask_cluster) as client:
@@ -375,10 +376,10 @@ def test_k8s_and_celery_executor_config_is_validated_when_definitions_load(setup
            "step_k8s_config": {"container_config": {"resources": {"limits": {"memory": "4Gi"}}}}}
     setup(workers=4, executor="k8s", executor_config=k8s)
     defs = scale_out_definitions()
-    executor = defs.resolve_job_def("ingest_cdc_accounts_job").executor_def
+    executor = defs.resolve_job_def(names.ingestion_job(ACCOUNTS)).executor_def
     assert executor.name.startswith("k8s")
     setup(workers=4, executor="celery", executor_config={"broker": {"env": "CELERY_BROKER_URL"}})
-    assert scale_out_definitions().resolve_job_def("ingest_web_clicks_job").executor_def.name.startswith("celery")
+    assert scale_out_definitions().resolve_job_def(names.ingestion_job(CLICKS)).executor_def.name.startswith("celery")
     from pipelines.errors import TableDefinitionError
 
     setup(workers=4, executor="k8s", executor_config={"job_namespac": "data"})
@@ -425,11 +426,11 @@ def test_the_readme_kubernetes_code_location_loads_and_validates(tmp_path: Path,
     monkeypatch.syspath_prepend(str(project))
     try:
         defs = dg.load_from_defs_folder(path_within_project=project)
-        ingest = defs.resolve_job_def("ingest_cdc_accounts_job")
+        ingest = defs.resolve_job_def(names.ingestion_job(ACCOUNTS))
         assert ingest.executor_def.name == "k8s_cdc_accounts"
-        assert defs.resolve_job_def("paimon_full_compaction_job").executor_def.name.startswith("k8s")
+        assert defs.resolve_job_def(names.FULL_COMPACTION_JOB).executor_def.name.startswith("k8s")
         steps = {node.name for node in defs.resolve_assets_def(dg.AssetKey(["cdc", "accounts"])).node_def.nodes}
-        assert steps == {"cdc_accounts_plan_writes", "cdc_accounts_write_share", "cdc_accounts_commit"}
+        assert steps == {names.plan_writes_op(ACCOUNTS), names.write_share_op(ACCOUNTS), names.commit_op(ACCOUNTS)}
         broken = body.replace("job_namespace: data\n    env_secrets", "job_namespac: data\n    env_secrets")
         (project / "k8s_project" / "defs" / "accounts" / "defs.yaml").write_text(broken)
         with pytest.raises(Exception) as error:

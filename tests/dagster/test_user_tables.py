@@ -24,6 +24,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import paimon_core as pc
+from pipelines import names
+from resources import keys
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
@@ -126,49 +128,49 @@ def test_user_tables_get_everything(project: Path, flavour: str, instance: dg.Da
     assert customers_spec.owners == ["team:crm"]
     assert clicks_spec.partitions_def is not None and len(clicks_spec.partitions_def.get_partition_keys()) == 7
     checks = {key.name for key in defs.resolve_asset_graph().asset_check_keys if key.asset_key == CUSTOMERS}
-    assert checks == {"partition_valid", "level0_below_stop_trigger", "small_files", "snapshots_within_retention",
-                      "no_orphan_files"}
+    assert checks == {names.DATA_CHECK, names.LEVEL0_CHECK, names.SMALL_FILES_CHECK, names.RETENTION_CHECK,
+                      names.ORPHANS_CHECK}
 
     # ---- files land; the landing sensor launches one run per partition ----
     for day in DAYS:
         land_clicks(project, day)
-    landed = tick_sensor(defs, instance, "land_web_clicks_sensor")
+    landed = tick_sensor(defs, instance, names.landing_sensor("web.clicks"))
     assert sorted(r.partition_key for r in landed.run_requests) == list(DAYS)
     for request in landed.run_requests:
-        result = run_request(defs, instance, request, "ingest_web_clicks_job")
+        result = run_request(defs, instance, request, names.ingestion_job("web.clicks"))
         assert result.success
         assert all(c.passed for c in result.get_asset_check_evaluations())
-    again = tick_sensor(defs, instance, "land_web_clicks_sensor", cursor=landed.cursor)
+    again = tick_sensor(defs, instance, names.landing_sensor("web.clicks"), cursor=landed.cursor)
     assert not again.run_requests and again.skip_message
     catalog = pc.Catalog(os.environ["PAIMON_WAREHOUSE"])
     assert catalog.get_table("web.clicks").read(["dt"]).num_rows == 100
 
     # ---- the user's function feeds the primary-key table; re-runs add level-0 files ----
-    job = defs.resolve_job_def("ingest_crm_customers_job")
+    job = defs.resolve_job_def(names.ingestion_job("crm.customers"))
     for _ in range(3):
         result = job.execute_in_process(partition_key=DAYS[0], instance=instance)
         assert result.success
     [materialization] = result.get_asset_materialization_events()[-1:]
     assert materialization.asset_key == CUSTOMERS and materialization.partition == DAYS[0]
     assert materialization.materialization.metadata["dagster/partition_row_count"].value == 10
-    assert {c.check_name: c.passed for c in result.get_asset_check_evaluations()}["partition_valid"]
+    assert {c.check_name: c.passed for c in result.get_asset_check_evaluations()}[names.DATA_CHECK]
     customers = catalog.get_table("crm.customers")
     assert customers.read().num_rows == 10
 
     # ---- the compaction sensor launches the compaction job; its observation lands on the partition ----
-    tick = tick_sensor(defs, instance, "compact_crm_customers_sensor")
+    tick = tick_sensor(defs, instance, names.compaction_sensor("crm.customers"))
     assert len(tick.run_requests) == 1, tick.skip_message
     [request] = tick.run_requests
-    compacted = run_request(defs, instance, request, "paimon_compaction_job")
+    compacted = run_request(defs, instance, request, names.COMPACTION_JOB)
     assert compacted.success
-    [observed] = [o for o in observations(instance, CUSTOMERS) if "paimon/compaction/snapshot_id" in o.metadata]
+    [observed] = [o for o in observations(instance, CUSTOMERS) if keys.COMPACTION_SNAPSHOT_ID in o.metadata]
     assert observed.partition == DAYS[0]
     assert {e.asset_key for e in compacted.get_asset_check_evaluations()} == {CUSTOMERS}
     assert customers.lsm_state().max_level0_files == 0
 
     # ---- the maintenance schedules' runs observe the asset and record its checks ----
-    for name, check in (("expire_snapshots_crm_customers", "snapshots_within_retention"),
-                        ("remove_orphan_files_crm_customers", "no_orphan_files")):
+    for name, check in ((names.expire_schedule("crm.customers"), names.RETENTION_CHECK),
+                        (names.orphans_schedule("crm.customers"), names.ORPHANS_CHECK)):
         schedule = defs.resolve_schedule_def(name)
         with dg.build_schedule_context(instance=instance, resources=defs.resources) as context:
             data = schedule.evaluate_tick(context)
@@ -176,7 +178,7 @@ def test_user_tables_get_everything(project: Path, flavour: str, instance: dg.Da
         ran = run_request(defs, instance, request, schedule.job_name)
         assert ran.success
         assert [(e.asset_key, e.check_name) for e in ran.get_asset_check_evaluations()] == [(CUSTOMERS, check)]
-    maintenance = [o for o in observations(instance, CUSTOMERS) if any(k.startswith("paimon/maintenance/")
+    maintenance = [o for o in observations(instance, CUSTOMERS) if any(k.startswith(keys.MAINTENANCE_PREFIX)
                                                                          for k in o.metadata)]
     assert len(maintenance) == 2
-    assert defs.resolve_schedule_def("expire_snapshots_crm_customers").cron_schedule == "30 * * * *"
+    assert defs.resolve_schedule_def(names.expire_schedule("crm.customers")).cron_schedule == "30 * * * *"

@@ -38,19 +38,21 @@ if chromium_path() is None:  # pragma: no cover - depends on the environment
     pytest.skip("UI tests need chromium (/usr/bin/chromium: `apt-get install chromium`); SKIPPED",
                 allow_module_level=True)
 
+from pipelines import names
 from pipelines.compaction.lsm import LEVEL0_CHECK, SMALL_FILES_CHECK
 from pipelines.definitions import REPO_ROOT
 from pipelines.maintenance.verdicts import ORPHANS_CHECK, RETENTION_CHECK
+from resources import keys
 from resources.keys import TABLE_TAG
 from tests.dagster.live_dagster import FINISHED, LOCATION, LiveDagster
 
 pytestmark = pytest.mark.slow
 
 TABLES_YAML = REPO_ROOT / "pipelines" / "demo" / "defs" / "tables" / "defs.yaml"
-CHECKS = {"partition_valid", LEVEL0_CHECK, SMALL_FILES_CHECK, RETENTION_CHECK, ORPHANS_CHECK}
+CHECKS = {names.DATA_CHECK, LEVEL0_CHECK, SMALL_FILES_CHECK, RETENTION_CHECK, ORPHANS_CHECK}
 ORDERS = "shop.orders"
-SENSOR = "compact_shop_orders_sensor"
-FULL_JOB = "paimon_full_compaction_job"
+SENSOR = names.compaction_sensor("shop.orders")
+FULL_JOB = names.FULL_COMPACTION_JOB
 LOGS_DAYS = ["2024-01-01", "2024-01-02", "2024-01-03"]
 ORDERS_DAY = "2024-01-01"
 # Runs wait in the queue behind each other (one writer per table) and each starts a process
@@ -188,8 +190,8 @@ def test_orders_asset_page_shows_columns_checks_and_automation(page: Page, dagst
         expect(page.get_by_text(kind, exact=True).first).to_be_visible()
 
     # Definition metadata: every sensor and schedule acting on the table, by name.
-    automation = metadata_row(page, "paimon/automation")
-    for name in (SENSOR, "expire_snapshots_shop_orders", "remove_orphan_files_shop_orders"):
+    automation = metadata_row(page, keys.AUTOMATION_METADATA_KEY)
+    for name in (SENSOR, names.expire_schedule("shop.orders"), names.orphans_schedule("shop.orders")):
         expect(automation).to_contain_text(name)
     automation.scroll_into_view_if_needed()
     screenshot("metadata")
@@ -274,7 +276,7 @@ def orders_compaction(dagster: LiveDagster) -> dict[str, Any]:
     run = run_details(dagster, ingestion["runId"])
     print(f"\nshop/orders ingestion run ({ORDERS_DAY}, 5 commits): {durations(run, 'shop__orders')}")
     full = run_details(dagster, compaction["runId"])
-    print(f"{FULL_JOB} ({compaction['tags'].get('paimon/trigger-reason')}): queued+launch "
+    print(f"{FULL_JOB} ({compaction['tags'].get(keys.TRIGGER_REASON_TAG)}): queued+launch "
           f"{full['startTime'] - full['creationTime']:.1f} s, run {full['endTime'] - full['startTime']:.1f} s")
     return {"ingestion": ingestion, "compaction": compaction}
 
@@ -326,10 +328,10 @@ def test_orders_events_show_the_compaction_observation(page: Page, dagster: Live
         if heading.is_visible():
             break
     expect(heading).to_be_visible()
-    for key in ("paimon/compaction/files_in", "paimon/compaction/level0_files_after",
-                "paimon/compaction/changelog_rows", "paimon/compaction/buckets"):
+    for key in (keys.COMPACTION_FILES_IN, keys.COMPACTION_LEVEL0_FILES_AFTER,
+                keys.COMPACTION_CHANGELOG_ROWS, keys.COMPACTION_BUCKETS):
         expect(page.get_by_text(key, exact=True)).to_be_visible()
-    expect(metadata_row(page, "paimon/compaction/level0_files_after")).to_contain_text("0")
+    expect(metadata_row(page, keys.COMPACTION_LEVEL0_FILES_AFTER)).to_contain_text("0")
     screenshot("observation")
 
     visit(page, dagster, "/assets/shop/orders")

@@ -8,6 +8,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from pipelines import names
 from pipelines.component import TableModel
 from pipelines.errors import TableDefinitionError
 from pipelines.spec.declaration import (
@@ -183,7 +184,7 @@ def test_each_tables_ingestion_job_takes_its_executor(tmp_path: Any) -> None:
     fast = spec()
     slow = spec(table="crm.accounts", ingestion=Ingestion(mode="upsert", function=source, executor="multiprocess"))
     defs = paimon_definitions([fast, slow], warehouse=str(tmp_path / "warehouse"))
-    assert defs.resolve_job_def("ingest_crm_customers_job").executor_def is dg.in_process_executor
-    assert defs.resolve_job_def("ingest_crm_accounts_job").executor_def is dg.multiprocess_executor
+    assert defs.resolve_job_def(names.ingestion_job("crm.customers")).executor_def is dg.in_process_executor
+    assert defs.resolve_job_def(names.ingestion_job("crm.accounts")).executor_def is dg.multiprocess_executor
     # Materializations from the asset pages (the implicit asset job) run in-process too.
     assert defs.resolve_implicit_global_asset_job_def().executor_def is dg.in_process_executor
