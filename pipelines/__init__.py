@@ -16,16 +16,8 @@ spec; ``resources`` is what runs inside a step for any asset and never imports `
 """
 
 from pipelines.factory import paimon_asset, paimon_definitions
-from pipelines.spec.declaration import (
-    Column,
-    Compaction,
-    DataChecks,
-    Ingestion,
-    Input,
-    Maintenance,
-    PaimonTableSpec,
-    Partitions,
-)
+from pipelines.spec.declaration import PaimonTableSpec
+from pipelines.spec.parts import Column, Compaction, DataChecks, Ingestion, Input, Maintenance, Partitions
 from resources.landing_location import LandingLocation
 
 __all__ = [

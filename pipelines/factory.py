@@ -32,7 +32,8 @@ from pipelines.ingestion.landing_sensor import landing_sensor
 from pipelines.maintenance.checks import maintenance_checks
 from pipelines.maintenance.expiry import expire_schedule, paimon_expire_snapshots_job
 from pipelines.maintenance.orphans import orphans_schedule, paimon_remove_orphan_files_job
-from pipelines.spec.declaration import Ingestion, PaimonTableSpec, check_unique
+from pipelines.spec.declaration import PaimonTableSpec, check_unique
+from pipelines.spec.parts import Ingestion
 from pipelines.target import TableTarget
 from resources import PaimonCatalogResource, PaimonTableIOManager
 from resources.keys import CATALOG_KEY, IO_MANAGER_KEY

@@ -9,7 +9,7 @@ Reading streams each file as record batches shaped to the table's Arrow schema
 (:mod:`resources.landed_files`, which refuses what is not data of the table).
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: LandingLocation is a Dagster Resolvable, its annotations real types.
 
 import hashlib
 import json
@@ -20,8 +20,9 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import MappingProxyType
-from typing import Any
+from typing import Annotated, Any
 
+import dagster as dg
 import fsspec
 import pyarrow as pa
 from fsspec.utils import infer_compression
@@ -59,31 +60,29 @@ class LandedFile:
 
 
 @dataclass(frozen=True, slots=True)
-class LandingLocation:
+class LandingLocation(dg.Resolvable):
     """The files one table's partitions land in, and how to read them.
 
-    Attributes:
-        path: template of the files of one partition; ``{partition}`` is the Dagster partition key
-            and ``{<column>}`` the value of a Paimon partition column (passed as ``values``).
-            Globs (``*``, ``**``, ``?``, ``[...]``) are expanded after substitution. Names starting
-            with ``.`` or ``_`` below the template's fixed prefix (``_SUCCESS``, writers' hidden
-            temporary files, ``_temporary/`` folders) are never part of a delivery.
-        format: ``parquet``, ``csv`` or ``jsonl`` for every file; None infers it per file from the
-            suffix (``.parquet``/``.pq``, ``.csv``, ``.jsonl``/``.ndjson``/``.json``), after
-            any compression suffix (``.gz``, ``.bz2``, ``.xz``, ``.zst``).
-        storage_options: fsspec options of the store (e.g. ``key``, ``secret``,
-            ``client_kwargs: {endpoint_url: ...}`` for S3).
-        csv_delimiter: the CSV field separator (one character). CSV files have a header row; an
-            unquoted empty field is null, a quoted one (``""``) the empty string.
-        batch_size: the most rows of any batch :meth:`read` yields (Parquet reads that many rows
-            at a time; CSV and JSON blocks are sliced to it).
+    Names starting with ``.`` or ``_`` below the template's fixed prefix (``_SUCCESS``, writers'
+    hidden temporary files, ``_temporary/`` folders) are never part of a delivery. CSV files
+    have a header row; an unquoted empty field is null, a quoted one (``""``) the empty string.
     """
 
-    path: str
-    format: str | None = None
-    storage_options: Mapping[str, Any] = field(default_factory=dict)
-    csv_delimiter: str = ","
-    batch_size: int = 65_536
+    path: Annotated[str, dg.Resolver.default(description=(
+        "Template of the files of one partition, local or s3://: {partition} is the Dagster partition key and "
+        "{<column>} the value of a Paimon partition column; globs (*, **, ?, [...]) are expanded after "
+        "substitution."))]
+    format: Annotated[str | None, dg.Resolver.default(description=(
+        "parquet, csv or jsonl for every file; unset infers it per file from the suffix (.parquet/.pq, .csv, "
+        ".jsonl/.ndjson/.json), after any compression suffix (.gz, .bz2, .xz, .zst)."))] = None
+    storage_options: Annotated[Mapping[str, Any], dg.Resolver.default(description=(
+        "fsspec options of the store (key, secret, client_kwargs: {endpoint_url: ...} for S3)."))] = \
+        field(default_factory=dict)
+    csv_delimiter: Annotated[str, dg.Resolver.default(description="The CSV field separator (one "
+                                                                  "character).")] = ","
+    batch_size: Annotated[int, dg.Resolver.default(description=(
+        "The most rows of any batch a read yields (Parquet reads that many rows at a time; CSV and JSON "
+        "blocks are sliced to it)."))] = 65_536
 
     def validate(self, *, table: str, partitioned: bool, columns: Sequence[str] = ()) -> None:
         """Check the declaration when the definitions load, before any partition runs.

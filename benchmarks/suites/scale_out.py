@@ -36,7 +36,8 @@ from benchmarks.harness.suite import Result, SuiteRun
 from pipelines import names
 from pipelines.compaction.jobs import compaction_tags, full_compaction_run_config
 from pipelines.factory import paimon_definitions
-from pipelines.spec.declaration import Column, Compaction, Ingestion, PaimonTableSpec, Partitions
+from pipelines.spec.declaration import PaimonTableSpec
+from pipelines.spec.parts import Column, Compaction, Ingestion, Partitions
 from resources import keys
 from resources.landing_location import LandingLocation
 

@@ -18,7 +18,8 @@ import pyarrow as pa
 import pyarrow.compute as pac
 
 from pipelines.names import DATA_CHECK
-from pipelines.spec.declaration import DataChecks, PaimonTableSpec
+from pipelines.spec.declaration import PaimonTableSpec
+from pipelines.spec.parts import DataChecks
 from pipelines.target import TableTarget
 from resources import PaimonCatalogResource
 

@@ -37,14 +37,15 @@ from pipelines.compaction.jobs import (
     full_compaction_run_config,
 )
 from pipelines.compaction.sensor import REASON_FULL_DUE, REASON_LEVEL0, decide, run_key
-from pipelines.component import TableModel
+from pipelines.component import table_spec
 from pipelines.definitions import REPO_ROOT
 from pipelines.demo.orders import ORDERS_SCHEMA, ORDERS_TABLE, REVENUE_TABLE, revenue_deltas, synthetic_cdc
 from pipelines.factory import paimon_definitions
 from pipelines.ingestion.asset import ensure_table
 from pipelines.ingestion.changes import consumer_user
 from pipelines.ingestion.consumer import PendingChanges
-from pipelines.spec.declaration import Column, Ingestion, PaimonTableSpec
+from pipelines.spec.declaration import PaimonTableSpec
+from pipelines.spec.parts import Column, Ingestion
 from pipelines.target import TableTarget, declared_targets
 from resources import PaimonCatalogResource, commit_user_for, keys, write_partition
 from resources.keys import (
@@ -86,7 +87,7 @@ def demo_specs(*, retries: dict[str, int] | None = None, commit_every_rows: dict
     tables = yaml.safe_load(DEMO_TABLES.read_text())["attributes"]["tables"]
     specs = []
     for raw in tables:
-        spec = TableModel.model_validate(raw).spec()
+        spec = table_spec(raw)
         changes: dict[str, Any] = {name: values[spec.table] for name, values in (
             ("retries", retries), ("commit_every_rows", commit_every_rows)) if values and spec.table in values}
         if spec.ingestion is not None:

@@ -42,7 +42,7 @@ from pipelines.compaction.lsm import (
 )
 from pipelines.compaction.sensor import evaluate, run_key
 from pipelines.compaction.tasks import CompactionPlan, FollowState, follow, mapping_key, needs_work, plan_tasks
-from pipelines.component import TableModel
+from pipelines.component import table_spec
 from pipelines.definitions import REPO_ROOT, load
 from pipelines.demo.log_events import SCHEMA as LOG_SCHEMA
 from pipelines.demo.log_events import TABLE as LOG_TABLE
@@ -59,7 +59,8 @@ from pipelines.demo.orders import (
 from pipelines.errors import TableDefinitionError
 from pipelines.factory import paimon_definitions
 from pipelines.maintenance.verdicts import ORPHANS_CHECK, RETENTION_CHECK
-from pipelines.spec.declaration import Column, Compaction, Ingestion, PaimonTableSpec, Partitions
+from pipelines.spec.declaration import PaimonTableSpec
+from pipelines.spec.parts import Column, Compaction, Ingestion, Partitions
 from pipelines.target import (
     FOLLOW_ENV,
     SENSOR_INTERVAL_ENV,
@@ -106,7 +107,7 @@ def demo_spec(table: str) -> PaimonTableSpec:
     """The demo's declaration of ``table``, read from its YAML as the component reads it."""
     tables = yaml.safe_load(TABLES_YAML.read_text())["attributes"]["tables"]
     [entry] = [t for t in tables if t["table"] == table]
-    return TableModel.model_validate(entry).spec()
+    return table_spec(entry)
 
 
 def orders_defs(warehouse: str, *, commit_every_rows: int) -> dg.Definitions:

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from pipelines import names
-from pipelines.component import TableModel
+from pipelines.component import table_spec
 from pipelines.definitions import ENDPOINT_ENV, REPO_ROOT, WAREHOUSE_ENV, default_warehouse, defs, load
 from pipelines.errors import TableDefinitionError
 from pipelines.factory import SHARED_JOBS, paimon_definitions
@@ -44,7 +44,7 @@ LSM_AND_MAINTENANCE_CHECKS = {names.LEVEL0_CHECK, names.SMALL_FILES_CHECK, RETEN
 def demo_specs() -> dict[str, PaimonTableSpec]:
     """The demo's tables as the YAML component declares them (``db.table`` -> spec)."""
     document = yaml.safe_load(DECLARATION.read_text())
-    return {entry["table"]: TableModel.model_validate(entry).spec() for entry in document["attributes"]["tables"]}
+    return {entry["table"]: table_spec(entry) for entry in document["attributes"]["tables"]}
 
 
 def asset_spec(definitions: dg.Definitions, key: dg.AssetKey) -> dg.AssetSpec:
@@ -363,3 +363,46 @@ def test_an_s3_code_location_takes_its_endpoint_from_the_environment(monkeypatch
     catalog = (loaded.resources or {})["paimon_catalog"]
     assert catalog.warehouse == "s3://bucket/warehouse"
     assert catalog.storage_options.get("endpoint_url") == dg.EnvVar(ENDPOINT_ENV)
+
+
+def test_a_refused_table_in_a_defs_yaml_names_the_file_line_and_field(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    project = tmp_path / "bad_project"
+    defs = project / "bad_project" / "defs" / "crm"
+    defs.mkdir(parents=True)
+    (project / "pyproject.toml").write_text('[tool.dg]\ndirectory_type = "project"\n\n[tool.dg.project]\n'
+                                            'root_module = "bad_project"\ndefs_module = "bad_project.defs"\n')
+    for package in (project / "bad_project", project / "bad_project" / "defs"):
+        (package / "__init__.py").write_text("")
+    (defs / "defs.yaml").write_text(
+        "type: pipelines.component.PaimonTables\n"
+        "attributes:\n"
+        f"  warehouse: {tmp_path / 'warehouse'}\n"
+        "  tables:\n"
+        "    - table: crm.customers\n"
+        "      columns: [{name: id, type: BIGINT NOT NULL}]\n"
+        "      primary_key: [id]\n"
+        "      ingestion:\n"
+        "        function: tests.dagster.test_dagster_definitions:no_rows\n"
+        "        mode: merge\n")
+    monkeypatch.syspath_prepend(str(project))
+    try:
+        with pytest.raises(Exception) as error:
+            dg.load_from_defs_folder(path_within_project=project)
+    finally:
+        for module in [m for m in sys.modules if m.split(".")[0] == "bad_project"]:
+            del sys.modules[module]
+    causes, cause = [], error.value
+    while cause is not None:
+        causes.append(str(cause))
+        cause = cause.__cause__ or cause.__context__
+    text = "\n".join(causes)
+    assert "defs.yaml:10" in text and "mode: merge" in text
+    assert "table crm.customers: ingestion.mode: 'merge' is not one of append, overwrite, upsert" in text
+
+
+def no_rows(context: Any) -> Any:
+    """A source function the refused declaration above names (never called)."""
+    raise AssertionError("a refused declaration runs nothing")

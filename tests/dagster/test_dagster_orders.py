@@ -22,7 +22,7 @@ from cdc_truth import replay
 
 import paimon_core as pc
 from pipelines import names
-from pipelines.component import TableModel
+from pipelines.component import table_spec
 from pipelines.definitions import REPO_ROOT, load
 from pipelines.demo.order_source import OrderEventSource
 from pipelines.demo.orders import (
@@ -97,7 +97,7 @@ def declared_orders() -> Any:
     """shop.orders as the demo's YAML declares it."""
     document = yaml.safe_load((REPO_ROOT / "pipelines/demo/defs/tables/defs.yaml").read_text())
     [entry] = [t for t in document["attributes"]["tables"] if t["table"] == ORDERS_TABLE]
-    return TableModel.model_validate(entry).spec()
+    return table_spec(entry)
 
 
 # ---- orders ---------------------------------------------------------------------------------

@@ -43,7 +43,8 @@ from pipelines.maintenance.verdicts import (
     orphans_outcome,
     retention_outcome,
 )
-from pipelines.spec.declaration import Column, Maintenance, PaimonTableSpec, Partitions
+from pipelines.spec.declaration import PaimonTableSpec
+from pipelines.spec.parts import Column, Maintenance, Partitions
 from pipelines.target import TableTarget, declared_targets
 from resources import PaimonCatalogResource, keys
 from resources.keys import COMPACTION_TAG, TABLE_TAG

@@ -17,7 +17,7 @@ import pydantic
 import pytest
 import yaml
 
-from pipelines.component import TableModel
+from pipelines.component import table_spec
 from pipelines.definitions import REPO_ROOT
 from pipelines.demo.landing import SourceDataError
 from pipelines.demo.order_source import OrderEventSource
@@ -187,7 +187,7 @@ def test_the_sources_are_shaped_like_the_declared_tables(table: str, schema: pa.
                                                          options: dict[str, str]) -> None:
     """The YAML declares the shop tables; the generators, readers and aggregates shape rows by these schemas."""
     [entry] = [t for t in yaml.safe_load(DECLARATION.read_text())["attributes"]["tables"] if t["table"] == table]
-    spec = TableModel.model_validate(entry).spec()
+    spec = table_spec(entry)
 
     assert [(f.name, f.type, f.nullable) for f in spec.arrow_schema()] == [
         (f.name, f.type, f.nullable) for f in schema]

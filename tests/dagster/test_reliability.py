@@ -474,15 +474,15 @@ def _publish(self, snapshot):
 
 _Attempt._publish = _publish
 
-from pipelines.component import TableModel
+from pipelines.component import table_spec
 from pipelines.demo.log_source import LogEventSource
 from pipelines.demo.order_source import OrderEventSource
 from pipelines.factory import paimon_definitions
-from pipelines.spec.declaration import Ingestion
+from pipelines.spec.parts import Ingestion
 
 specs = []
 for raw in yaml.safe_load(Path(spec["tables"]).read_text())["attributes"]["tables"]:
-    table = TableModel.model_validate(raw).spec()
+    table = table_spec(raw)
     if table.table == "shop.orders":
         base = table.ingestion
         table = table.with_options(ingestion=Ingestion(**{**{f: getattr(base, f) for f in base.__dataclass_fields__},

@@ -14,7 +14,7 @@ import yaml
 import paimon_core as pc
 from pipelines import names
 from pipelines.compaction.jobs import FULL_COMPACTION_JOB, compaction_tags, full_compaction_run_config
-from pipelines.component import TableModel
+from pipelines.component import table_spec
 from pipelines.definitions import REPO_ROOT
 from pipelines.factory import paimon_definitions
 from pipelines.maintenance.expiry import EXPIRE_JOB, expire_run_config
@@ -39,7 +39,7 @@ CONSUMER_ID = "order_revenue_by_status"
 def demo_specs() -> list[PaimonTableSpec]:
     """The demo's tables as its YAML declares them."""
     document = yaml.safe_load((REPO_ROOT / "pipelines/demo/defs/tables/defs.yaml").read_text())
-    return [TableModel.model_validate(entry).spec() for entry in document["attributes"]["tables"]]
+    return [table_spec(entry) for entry in document["attributes"]["tables"]]
 
 
 @pytest.fixture

@@ -26,7 +26,8 @@ from pipelines import names
 from pipelines.compaction.jobs import compaction_tags, full_compaction_run_config
 from pipelines.factory import paimon_definitions
 from pipelines.ingestion.fanout import IngestSlice, plan_slices
-from pipelines.spec.declaration import Column, Compaction, Ingestion, PaimonTableSpec, Partitions
+from pipelines.spec.declaration import PaimonTableSpec
+from pipelines.spec.parts import Column, Compaction, Ingestion, Partitions
 from resources import keys
 from resources.landing_location import LandedFile, LandingLocation
 

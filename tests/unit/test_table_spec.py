@@ -9,18 +9,10 @@ import pyarrow as pa
 import pytest
 
 from pipelines import names
-from pipelines.component import TableModel
+from pipelines.component import table_spec
 from pipelines.errors import TableDefinitionError
-from pipelines.spec.declaration import (
-    Column,
-    Compaction,
-    DataChecks,
-    Ingestion,
-    Input,
-    Maintenance,
-    PaimonTableSpec,
-    Partitions,
-)
+from pipelines.spec.declaration import PaimonTableSpec
+from pipelines.spec.parts import Column, Compaction, DataChecks, Ingestion, Input, Maintenance, Partitions
 from resources.landing_location import LandingLocation, template_regex
 from resources.partition_mapping import PartitionMapping, PartitionMappingError, static_mapping, time_mapping
 from resources.writes import InputPolicy
@@ -148,7 +140,7 @@ def test_static_and_legacy_mappings() -> None:
 
 
 def test_yaml_models_resolve_into_the_same_spec() -> None:
-    model = TableModel.model_validate({
+    declared = table_spec({
         "table": "crm.customers", "primary_key": ["dt", "id"], "partition_keys": ["dt"],
         "columns": [{"name": "dt", "type": "STRING NOT NULL"}, {"name": "id", "type": "BIGINT NOT NULL"},
                     {"name": "name", "type": "VARCHAR(20)"}, {"name": "amount", "type": "DECIMAL(12, 2)"}],
@@ -158,7 +150,6 @@ def test_yaml_models_resolve_into_the_same_spec() -> None:
                       "allow_empty_partitions": True},
         "maintenance": {"enabled": False},
     })
-    declared = model.spec()
     assert declared.ingestion is not None
     assert declared.ingestion.input_policy() == InputPolicy(extra_columns="ignore", allow_empty_partitions=True)
     assert declared.options == {"bucket": "2"}
@@ -188,3 +179,42 @@ def test_each_tables_ingestion_job_takes_its_executor(tmp_path: Any) -> None:
     assert defs.resolve_job_def(names.ingestion_job("crm.accounts")).executor_def is dg.multiprocess_executor
     # Materializations from the asset pages (the implicit asset job) run in-process too.
     assert defs.resolve_implicit_global_asset_job_def().executor_def is dg.in_process_executor
+
+
+def test_every_yaml_field_carries_its_documentation() -> None:
+    from pipelines.component import PaimonTables
+
+    schema = PaimonTables.model().model_json_schema()
+    models = [schema, *schema.get("$defs", {}).values()]
+    fields = {(model.get("title"), name): body for model in models
+              for name, body in model.get("properties", {}).items()}
+    assert len(fields) > 70
+    assert [key for key, body in fields.items() if not body.get("description")] == []
+
+
+def test_a_refused_yaml_field_is_reported_at_its_line() -> None:
+    text = ("table: crm.customers\n"
+            "columns:\n"
+            "  - {name: dt, type: STRING NOT NULL}\n"
+            "  - {name: id, type: BIGINT NOT NULL}\n"
+            "primary_key: [dt, id]\n"
+            "partition_keys: [dt]\n"
+            "partitions: {kind: daily, start: 2024-01-01}\n"
+            "ingestion:\n"
+            "  function: tests.unit.test_table_spec:source\n"
+            "  mode: merge\n")
+    with pytest.raises(Exception, match=r"(?s):10 - ingestion\.mode.*ingestion\.mode: 'merge' is not one of"):
+        PaimonTableSpec.resolve_from_yaml(text)
+    with pytest.raises(Exception, match=r"(?s):3 - columns\.0.*columns\[0\] \(dt\): .*STRNG"):
+        PaimonTableSpec.resolve_from_yaml(text.replace("mode: merge", "mode: upsert")
+                                          .replace("STRING NOT", "STRNG NOT"))
+
+
+def test_yaml_dates_numbers_and_booleans_read_as_the_text_a_user_means() -> None:
+    declared = PaimonTableSpec.resolve_from_yaml(
+        "table: crm.t\ncolumns: [{name: dt, type: STRING}, {name: id, type: BIGINT}]\npartition_keys: [dt]\n"
+        "primary_key: [dt, id]\n"
+        "options: {bucket: 2, write-only: true, deletion-vectors.enabled: false}\n"
+        "partitions: {kind: daily, start: 2024-01-01, end: 2024-01-08}\n")
+    assert declared.options == {"bucket": "2", "write-only": "true", "deletion-vectors.enabled": "false"}
+    assert (declared.partitions.start, declared.partitions.end) == ("2024-01-01", "2024-01-08")
