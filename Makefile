@@ -77,7 +77,7 @@ lint: venv
 TEST_WORKERS ?= 3
 test: venv
 	$(MAKE) --no-print-directory -j4 oracle java-oracle chromium lint
-	tests/s3/with_servers.sh $(BIN)/python $(BIN)/pytest -n $(TEST_WORKERS) --durations=25 --cpu-top=25
+	tests/support/s3/with_servers.sh $(BIN)/python $(BIN)/pytest -n $(TEST_WORKERS) --durations=25 --cpu-top=25
 
 # The inner loop: lint, types, unit and core integration tests (no S3 server, oracle, fault
 # trials, live Dagster or long test; see the markers in tests/conftest.py).

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from tests.s3 import servers as s3_servers_module
-from tests.s3.servers import S3Server
-from tests.s3.store import STORE_KINDS, Store
+from tests.support.s3 import servers as s3_servers_module
+from tests.support.s3.servers import S3Server
+from tests.support.s3.store import STORE_KINDS, Store
 
 pytest_plugins = ["tests.cpu_report"]
 

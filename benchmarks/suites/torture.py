@@ -22,8 +22,8 @@ from typing import Any
 from benchmarks.harness.report import markdown
 from benchmarks.harness.runner import wait_quiet
 from benchmarks.harness.suite import Result, SuiteRun
-from tests.s3 import servers as s3_servers
-from tests.s3.store import STORE_KINDS, Store
+from tests.support.s3 import servers as s3_servers
+from tests.support.s3.store import STORE_KINDS, Store
 from tests.torture.checks import SHARED, verify
 from tests.torture.workload import CI_SIZES, LONG_SIZES, Target, TortureConfig, run_torture
 

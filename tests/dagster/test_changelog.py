@@ -21,13 +21,10 @@ import pyarrow as pa
 import pyarrow.compute as pac
 import pytest
 import yaml
-from cdc_truth import replay
 from conftest import ORDERS, JobRunner, small_sources
-from metadata_values import value_of
 
 import paimon_core as pc
 from paimon_core import ChangeStream
-from paimon_core.compaction.state import BucketState, LsmState
 from pipelines import names
 from pipelines.compaction.jobs import (
     COMPACTION_JOB,
@@ -36,14 +33,13 @@ from pipelines.compaction.jobs import (
     compaction_tags,
     full_compaction_run_config,
 )
-from pipelines.compaction.sensor import REASON_FULL_DUE, REASON_LEVEL0, decide, run_key
+from pipelines.compaction.sensor import REASON_FULL_DUE, REASON_LEVEL0, run_key
 from pipelines.component import table_spec
 from pipelines.definitions import REPO_ROOT
 from pipelines.demo.orders import ORDERS_SCHEMA, ORDERS_TABLE, REVENUE_TABLE, revenue_deltas, synthetic_cdc
 from pipelines.factory import paimon_definitions
 from pipelines.ingestion.asset import ensure_table
 from pipelines.ingestion.changes import consumer_user
-from pipelines.ingestion.consumer import PendingChanges
 from pipelines.spec.declaration import PaimonTableSpec
 from pipelines.spec.parts import Column, Ingestion
 from pipelines.target import TableTarget, declared_targets
@@ -57,6 +53,8 @@ from resources.keys import (
     TRIGGER_REASON_TAG,
     TRIGGER_SNAPSHOT_TAG,
 )
+from tests.support.cdc_truth import replay
+from tests.support.metadata_values import value_of
 
 DAY = "2024-01-03"
 OTHER_DAY = "2024-01-04"
@@ -250,43 +248,12 @@ def retried_steps(result: dg.ExecuteInProcessResult) -> list[str]:
 # ---- the sensor's decision (pure) -------------------------------------------------------------
 
 
-def bucket(partition: str, level_files: tuple[int, ...], index: int = 0) -> BucketState:
-    return BucketState(partition=partition, bucket=index, level0_files=level_files[0],
-                       sorted_runs=level_files[0] + sum(1 for n in level_files[1:] if n), level_files=level_files,
-                       level_bytes=tuple(100 * n for n in level_files), rows=10, small_files=0, debt_bytes=0,
-                       pending=None)
 
 
-A, B, C = "dt=2024-01-01", "dt=2024-01-02", "dt=2024-01-03"
-SETTLED = (0, 0, 0, 1)
 
 
-@pytest.mark.parametrize(("buckets", "since", "changelog", "expected"), [
-    # 5 commits since the last full compaction: every partition still above the max level.
-    ([bucket(A, (2, 0, 0, 1)), bucket(B, SETTLED), bucket(C, (0, 1, 0, 1))], 5, True,
-     (FULL_COMPACTION_JOB, (A, C), (REASON_FULL_DUE,), 2)),
-    ([bucket(A, (2, 0, 0, 1)), bucket(B, SETTLED)], 4, True, None),  # not due, level 0 below 5
-    ([bucket(A, (5, 0, 0, 1)), bucket(B, (1, 0, 0, 0))], 4, True,  # level 0: full, only where it is over
-     (FULL_COMPACTION_JOB, (A,), (REASON_LEVEL0,), 5)),
-    ([bucket(A, (5, 0, 0, 1)), bucket(B, (1, 0, 0, 0))], 4, False, (COMPACTION_JOB, (A,), (REASON_LEVEL0,), 5)),
-    ([bucket(A, (6, 0, 0, 1)), bucket(B, (1, 0, 0, 0))], 5, True,
-     (FULL_COMPACTION_JOB, (A, B), (REASON_FULL_DUE, REASON_LEVEL0), 6)),
-    ([bucket(A, SETTLED), bucket(B, SETTLED)], 5, True, None),  # due, but nothing left to fold
-])
-def test_decide(buckets: list[BucketState], since: int, changelog: bool, expected: tuple[Any, ...] | None) -> None:
-    state = LsmState(ORDERS_TABLE, 9, 8, tuple(buckets), full_compaction_every=5, commits_since_full=since)
-
-    request = decide(state, threshold=5, primary_key=True, changelog=changelog)
-
-    got = None if request is None else (request.job_name, request.partitions, request.reasons, request.worst_level0)
-    assert got == expected
 
 
-def test_append_tables_never_get_scheduled_full_compactions() -> None:
-    state = LsmState("logs.events", 9, 8, (bucket(A, (3,)),), full_compaction_every=1, commits_since_full=1)
-
-    assert decide(state, threshold=5, primary_key=False, changelog=False) is None
-    assert decide(state, threshold=3, primary_key=False, changelog=False).job_name == COMPACTION_JOB
 
 
 # ---- the sensor on a real table ---------------------------------------------------------------
@@ -599,11 +566,6 @@ def test_revenue_sensor_requests_a_run_when_changes_wait(
     assert request.run_key == f"{REVENUE_TABLE}@{latest}"
 
 
-def test_pending_changes_need_a_snapshot() -> None:
-    assert not PendingChanges(progress=None, latest=None).due
-    assert PendingChanges(progress=None, latest=3).due
-    assert not PendingChanges(progress=4, latest=3).due
-    assert PendingChanges(progress=2, latest=9, unscanned=True).due
 
 
 # ---- definitions ------------------------------------------------------------------------------

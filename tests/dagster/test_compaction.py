@@ -18,12 +18,9 @@ import dagster as dg
 import pyarrow as pa
 import pytest
 import yaml
-from cdc_truth import replay
 from conftest import ORDERS_JOB, JobRunner, one_line_failure, small_sources
-from metadata_values import value_of
 
 import paimon_core as pc
-from paimon_core.compaction.state import BucketState, LsmState
 from pipelines import names
 from pipelines.compaction.jobs import (
     COMPACTION_JOB,
@@ -38,10 +35,9 @@ from pipelines.compaction.lsm import (
     check_outcomes,
     level0_threshold,
     partition_spec,
-    small_files_outcome,
 )
 from pipelines.compaction.sensor import evaluate, run_key
-from pipelines.compaction.tasks import CompactionPlan, FollowState, follow, mapping_key, needs_work, plan_tasks
+from pipelines.compaction.tasks import CompactionPlan, follow
 from pipelines.component import table_spec
 from pipelines.definitions import REPO_ROOT, load
 from pipelines.demo.log_events import SCHEMA as LOG_SCHEMA
@@ -71,7 +67,9 @@ from pipelines.target import (
 )
 from resources import PaimonCatalogResource, keys, write_partition
 from resources.keys import COMPACTION_TAG, FOLLOW_TAG
-from resources.writes import CHUNK_PROPERTY, FINAL_PROPERTY, chunked
+from resources.writes import CHUNK_PROPERTY, FINAL_PROPERTY
+from tests.support.cdc_truth import replay
+from tests.support.metadata_values import value_of
 
 DAY = "2024-01-03"
 OTHER_DAY = "2024-01-02"  # both inside the demo's shop partitions (2024-01-01 .. 2024-01-03)
@@ -171,14 +169,6 @@ def shape_after(result: dg.ExecuteInProcessResult) -> dg.AssetObservation:
 # ---- chunked write-only ingestion -------------------------------------------------------------
 
 
-def test_chunks_cut_the_stream_at_fixed_row_positions() -> None:
-    batches = [pa.record_batch({"x": list(range(n))}) for n in (3, 7, 1, 9)]
-
-    pieces = list(chunked(batches, 5))
-
-    assert [(chunk, piece.num_rows) for chunk, piece in pieces] == [
-        (0, 3), (0, 2), (1, 5), (2, 1), (2, 4), (3, 5)]
-    assert [c for c, _ in chunked(batches, 0)] == [0, 0, 0, 0]
 
 
 def test_a_day_lands_as_one_commit_per_chunk(orders: pc.Table) -> None:
@@ -597,15 +587,6 @@ def test_a_spec_threshold_at_the_trigger_gets_compacted(warehouse: str, instance
 # ---- following --------------------------------------------------------------------------------
 
 
-def test_follow_state_counts_only_other_writers_as_activity() -> None:
-    watch = FollowState(last_seen=10, last_activity=0.0, own={11, 13})
-
-    watch.observe(11, now=1.0)
-    assert watch.last_activity == 0.0 and watch.last_seen == 11
-    watch.observe(13, now=2.0)  # 12 is someone else's
-    assert watch.last_activity == 2.0
-    watch.observe(13, now=3.0)
-    assert watch.last_activity == 2.0
 
 
 def test_a_following_run_keeps_level0_below_the_stop_trigger_while_a_writer_commits(
@@ -681,45 +662,10 @@ def test_the_checks_run_with_the_ingestion(warehouse: str, instance: dg.DagsterI
     assert ORPHANS_CHECK not in checks and RETENTION_CHECK in checks
 
 
-def bucket(level_files: tuple[int, ...], small: int) -> BucketState:
-    return BucketState(partition="dt=2024-01-03", bucket=0, level0_files=level_files[0],
-                       sorted_runs=level_files[0] + sum(1 for n in level_files[1:] if n),
-                       level_files=level_files, level_bytes=tuple(n * 100 for n in level_files),
-                       rows=10, small_files=small, debt_bytes=0, pending=None)
 
 
-@pytest.mark.parametrize(("level_files", "small", "primary_key", "passed"), [
-    ((4, 1, 1, 1, 1, 0), 8, True, True),  # 4 small files above level 0
-    ((0, 1, 1, 1, 1, 1), 5, True, False),  # a run of one small file on each level: merge them
-    ((9,), 9, False, True),
-    ((10,), 10, False, False),  # append tables: twice compaction.min.file-num
-])
-def test_small_files_check(level_files: tuple[int, ...], small: int, primary_key: bool, passed: bool) -> None:
-    state = LsmState("db.t", 1, 8, (bucket(level_files, small),))
-
-    outcome = small_files_outcome(state, min_file_num=5, primary_key=primary_key)
-
-    assert outcome.passed is passed
-    assert outcome.metadata["small_file_ratio"] == round(small / sum(level_files), 4)
 
 
-def test_plan_tasks_group_buckets_needing_work_by_partition() -> None:
-    target = TableTarget(ORDERS_TABLE, ORDERS_KEY)
-    pending = BucketState("dt=2024-01-03", 1, 5, 5, (5, 0), (500, 0), 10, 5, 500, "size-amplification")
-    quiet = BucketState("dt=2024-01-03", 0, 1, 1, (1, 0), (100, 0), 10, 1, 0, None)
-    other = BucketState("dt=2024-01-04", 2, 6, 6, (6, 0), (600, 0), 10, 6, 600, "size-amplification")
-    state = LsmState(ORDERS_TABLE, 3, 8, (quiet, pending, other))
-
-    tasks = plan_tasks(state, target, full=False)
-
-    assert [(t.partition, t.buckets, t.level0_files) for t in tasks] == [
-        ("dt=2024-01-03", (1,), (5,)), ("dt=2024-01-04", (2,), (6,))]
-    assert {t.target for t in tasks} == {target}
-    assert [t.partition for t in plan_tasks(state, target, full=False, level0_threshold=6)] == ["dt=2024-01-04"]
-    assert needs_work(quiet, full=True, level0_threshold=0)  # a level-0 file to move to the max level
-    done = BucketState("dt=2024-01-03", 0, 0, 1, (0, 1), (0, 100), 10, 1, 0, None)
-    assert not needs_work(done, full=True, level0_threshold=0)
-    assert mapping_key(3, "dt=2024-01-03/region=eu west") == "p3_dt_2024_01_03_region_eu_west"
 
 
 def test_partition_paths_become_specs(orders: pc.Table) -> None:

@@ -29,7 +29,6 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from live_dagster import FINISHED, LiveDagster, live_dagster
 
 import paimon_core as pc
 from pipelines import names
@@ -47,6 +46,7 @@ from pipelines.demo.orders import (
 from pipelines.ingestion.consumer import pending_changes
 from pipelines.target import FOLLOW_ENV, SENSOR_INTERVAL_ENV
 from resources.keys import COMPACTION_TAG, CONSUMER_TAG, TABLE_TAG, TRIGGER_LEVEL0_TAG, TRIGGER_REASON_TAG
+from tests.support.live_dagster import FINISHED, LiveDagster, live_dagster
 
 pytestmark = [pytest.mark.slow, pytest.mark.live]  # a real webserver and daemon
 

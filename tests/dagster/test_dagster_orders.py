@@ -18,7 +18,7 @@ import pyarrow.compute as pac
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from cdc_truth import replay
+from tests.dagster.metadata_values import value_of
 
 import paimon_core as pc
 from pipelines import names
@@ -43,7 +43,7 @@ from pipelines.factory import paimon_definitions
 from resources import commit_user_for, keys, write_partition
 from resources.keys import TABLE_TAG
 from tests.dagster.conftest import ORDERS_JOB, TOTALS_JOB, JobRunner, small_sources
-from tests.dagster.metadata_values import value_of
+from tests.support.cdc_truth import replay
 
 DAY = "2024-01-03"
 OTHER_DAY = "2024-01-02"

@@ -20,7 +20,7 @@ import pytest
 import paimon_core as pc
 from resources import keys
 from resources.writes import commit_user_for
-from tests.dagster.exactly_once_defs import KEYS, ROWS, TABLES, reconstructable
+from tests.support.exactly_once_defs import KEYS, ROWS, TABLES, reconstructable
 
 REPO = Path(__file__).resolve().parents[2]
 DAY, OTHER_DAY = "2024-03-01", "2024-03-02"
@@ -45,7 +45,7 @@ def killed_run(instance: dg.DagsterInstance, warehouse: Path, table: str, kill_a
     """Run ``table``'s job for DAY in a process that dies right after its ``kill_after``-th
     commit; then mark the run failed, as run monitoring does for a dead worker."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-m", "tests.dagster.exactly_once_defs", table, DAY, str(kill_after),
+    done = subprocess.run([sys.executable, "-m", "tests.support.exactly_once_defs", table, DAY, str(kill_after),
                            str(warehouse)],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == -9, f"the run was to be killed: {done.returncode}\n{done.stderr[-3000:]}"

@@ -17,8 +17,8 @@ import pytest
 
 from paimon_core.errors import SchemaError
 from resources.landing_location import LandedFile, LandingError, LandingLocation
-from tests.s3.servers import S3Server
-from tests.s3.store import Store
+from tests.support.s3.servers import S3Server
+from tests.support.s3.store import Store
 
 SCHEMA = pa.schema([
     pa.field("id", pa.int32(), nullable=False),

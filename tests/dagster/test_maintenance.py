@@ -19,13 +19,12 @@ import dagster as dg
 import pyarrow as pa
 import pytest
 from conftest import JobRunner, one_line_failure
-from metadata_values import value_of
 
 import paimon_core as pc
 from pipelines import names
 from pipelines.compaction.jobs import COMPACTION_JOB, compaction_run_config, compaction_tags
 from pipelines.compaction.sensor import pending_compaction
-from pipelines.cron import DEFAULT_EXPIRE_CRON, DEFAULT_ORPHANS_CRON, scheduled_ticks
+from pipelines.cron import DEFAULT_EXPIRE_CRON, DEFAULT_ORPHANS_CRON
 from pipelines.demo.log_events import SCHEMA as LOG_SCHEMA
 from pipelines.demo.log_events import TABLE as LOG_TABLE
 from pipelines.demo.log_events import TABLE_OPTIONS as LOG_OPTIONS
@@ -48,6 +47,7 @@ from pipelines.spec.parts import Column, Maintenance, Partitions
 from pipelines.target import TableTarget, declared_targets
 from resources import PaimonCatalogResource, keys
 from resources.keys import COMPACTION_TAG, TABLE_TAG
+from tests.support.metadata_values import value_of
 
 DAY = "2024-01-03"
 COMMITS = 8
@@ -406,12 +406,6 @@ def test_crons_come_from_the_spec(warehouse: str) -> None:
         customers_spec(Maintenance(orphans_cron="every day"))
 
 
-def test_scheduled_ticks_are_the_last_two_at_or_before_now() -> None:
-    at = int(dt_.datetime(2024, 3, 5, 10, 30, tzinfo=dt_.UTC).timestamp() * 1000)
-    hour = int(dt_.datetime(2024, 3, 5, 9, tzinfo=dt_.UTC).timestamp() * 1000)
-
-    assert scheduled_ticks("0 * * * *", at) == (hour, hour + HOUR_MS)
-    assert scheduled_ticks("0 3 * * *", at) == (hour - 6 * HOUR_MS - DAY_MS, hour - 6 * HOUR_MS)
 
 
 def test_maintenance_runs_do_not_count_as_pending_compactions(demo_defs: dg.Definitions,

@@ -45,7 +45,6 @@ from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
 from dagster._core.workspace.context import WorkspaceProcessContext
 from dagster._core.workspace.load_target import InProcessWorkspaceLoadTarget
 from dagster._daemon.sensor import execute_sensor_iteration
-from metadata_values import value_of
 from test_changelog import demo_definitions, demo_spec, demo_specs
 
 import paimon_core as pc
@@ -72,6 +71,7 @@ from pipelines.maintenance.runs import maintenance_tags
 from pipelines.target import TableTarget, declared_targets
 from resources import PaimonCatalogResource, commit_user_for, keys, write_partition
 from resources.writes import CHUNK_PROPERTY, FINAL_PROPERTY
+from tests.support.metadata_values import value_of
 
 DAY = "2024-01-03"
 # What dg.execute_in_process and dg.execute_job return.

@@ -25,8 +25,8 @@ from pipelines.target import declared_targets
 from resources import PaimonCatalogResource
 from resources.keys import TABLE_TAG
 from tests.dagster.conftest import LOGS_JOB, ROWS, JobRunner, OrdersDayMaterializer, small_sources
-from tests.s3.servers import ACCESS_KEY, REGION, SECRET_KEY, S3Server
-from tests.s3.store import Store
+from tests.support.s3.servers import ACCESS_KEY, REGION, SECRET_KEY, S3Server
+from tests.support.s3.store import Store
 
 DAYS = ("2024-01-01", "2024-01-02")
 LOG_TABLE = "logs.events"

@@ -25,11 +25,10 @@ import paimon_core as pc
 from pipelines import names
 from pipelines.compaction.jobs import compaction_tags, full_compaction_run_config
 from pipelines.factory import paimon_definitions
-from pipelines.ingestion.fanout import IngestSlice, plan_slices
 from pipelines.spec.declaration import PaimonTableSpec
 from pipelines.spec.parts import Column, Compaction, Ingestion, Partitions
 from resources import keys
-from resources.landing_location import LandedFile, LandingLocation
+from resources.landing_location import LandingLocation
 
 ENV = "PAIMON_SCALE_OUT"  # JSON: warehouse, landing, workers, executor, executor_config, compaction
 DAYS = ("2024-03-01", "2024-03-02")
@@ -138,13 +137,6 @@ def metadata_of(result: Any, key: dg.AssetKey) -> dict[str, Any]:
 # ---- planning (pure) ------------------------------------------------------------------------------
 
 
-def test_plan_slices_balances_files_and_shards_buckets() -> None:
-    files = [LandedFile(f"f{i}", size, "") for i, size in enumerate([50, 10, 40, 30, 20, 5])]
-    slices = plan_slices(3, sharded=False, files=files)
-    assert [s.files for s in slices] == [("f0", "f5"), ("f1", "f2"), ("f3", "f4")]  # loads 55, 50, 50
-    assert plan_slices(8, sharded=False, files=files[:2]) == [IngestSlice(0, 2, False, ("f0",)),
-                                                             IngestSlice(1, 2, False, ("f1",))]
-    assert plan_slices(3, sharded=True, files=None) == [IngestSlice(i, 3, True) for i in range(3)]
 
 
 # ---- in-process: one snapshot per partition whatever the steps -------------------------------------

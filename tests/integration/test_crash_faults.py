@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.trials import LOGS, NAMED_POINTS, PK, Trials
-from tests.s3.servers import S3Server
-from tests.s3.store import Store
+from tests.support.faults.trials import LOGS, NAMED_POINTS, PK, Trials
+from tests.support.s3.servers import S3Server
+from tests.support.s3.store import Store
 
 pytestmark = pytest.mark.torture
 

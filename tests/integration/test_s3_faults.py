@@ -1,5 +1,5 @@
 """Fault trials on SeaweedFS and moto: S3 requests of commits, compactions, expiry and orphan
-cleanup broken by a loopback proxy (:mod:`tests.s3.fault_proxy`).
+cleanup broken by a loopback proxy (:mod:`tests.support.s3.fault_proxy`).
 
 A trial runs one operation on a table with committed state through the faulty proxy, then checks
 with a clean client (the server's own endpoint, no proxy):
@@ -47,9 +47,9 @@ import pytest
 import paimon_core as pc
 from paimon_core.errors import CommitConflictError, CommitStateUnknownError
 from paimon_core.snapshot import BATCH_COMMIT_IDENTIFIER
-from tests.s3.fault_proxy import Exchange, FaultProxy, Rule
-from tests.s3.servers import S3Server
-from tests.s3.store import Store
+from tests.support.s3.fault_proxy import Exchange, FaultProxy, Rule
+from tests.support.s3.servers import S3Server
+from tests.support.s3.store import Store
 
 NAME = "db.t"
 SCHEMA = pa.schema([("id", pa.int64()), ("qty", pa.int64())])

@@ -16,9 +16,9 @@ import pyarrow.compute
 import pytest
 
 import paimon_core as pc
-from tests.s3.fault_proxy import Exchange, FaultProxy
-from tests.s3.servers import S3Server
-from tests.s3.store import Store
+from tests.support.s3.fault_proxy import Exchange, FaultProxy
+from tests.support.s3.servers import S3Server
+from tests.support.s3.store import Store
 
 FILES = 100
 SCHEMA = pa.schema([("p", pa.int32()), ("id", pa.int64()), ("v", pa.string())])

@@ -24,8 +24,8 @@ from paimon_core.errors import (
     UnsupportedFeatureError,
 )
 from paimon_core.fileio import FileIO
-from tests.s3.servers import SECRET_KEY
-from tests.s3.store import Store
+from tests.support.s3.servers import SECRET_KEY
+from tests.support.s3.store import Store
 
 ORDERS = pa.schema([("id", pa.int64()), ("qty", pa.int64()), ("dt", pa.string())])
 FUTURE = dt.datetime.now(dt.UTC) + dt.timedelta(days=1)

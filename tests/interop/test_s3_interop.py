@@ -8,8 +8,8 @@ import pyarrow as pa
 import pytest
 
 from tests.interop.conftest import Oracle
-from tests.s3.servers import ACCESS_KEY, REGION, SECRET_KEY, S3Server
-from tests.s3.store import Store
+from tests.support.s3.servers import ACCESS_KEY, REGION, SECRET_KEY, S3Server
+from tests.support.s3.store import Store
 
 pytestmark = pytest.mark.interop
 

@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from tests.s3.store import Store
+from tests.support.s3.store import Store
 from tests.torture.checks import SHARED, Verdict, verify
 from tests.torture.workload import CI_SIZES, RaceResult, Target, run_torture
 

@@ -17,7 +17,7 @@ import pytest
 
 from pipelines.definitions import REPO_ROOT
 from pipelines.target import SENSOR_INTERVAL_ENV
-from tests.dagster.live_dagster import LiveDagster
+from tests.support.live_dagster import LiveDagster
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page

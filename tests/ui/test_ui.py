@@ -44,7 +44,7 @@ from pipelines.definitions import REPO_ROOT
 from pipelines.maintenance.verdicts import ORPHANS_CHECK, RETENTION_CHECK
 from resources import keys
 from resources.keys import TABLE_TAG
-from tests.dagster.live_dagster import FINISHED, LOCATION, LiveDagster
+from tests.support.live_dagster import FINISHED, LOCATION, LiveDagster
 
 pytestmark = pytest.mark.slow
 

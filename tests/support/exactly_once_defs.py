@@ -3,7 +3,7 @@ ingestion jobs are reconstructable on a warehouse (an argument of the job, so th
 cache of reconstructed jobs cannot hand one test another's): a run can be executed in a process
 of its own, killed, and re-executed from failure in another.
 
-Run as a script (``python -m tests.dagster.exactly_once_defs TABLE DAY KILL_AFTER WAREHOUSE``) it executes
+Run as a script (``python -m tests.support.exactly_once_defs TABLE DAY KILL_AFTER WAREHOUSE``) it executes
 TABLE's job for DAY in this process and SIGKILLs itself right after the table's KILL_AFTER-th
 commit landed: a run worker lost between its commits and its step's success.
 """
@@ -57,7 +57,7 @@ def ingestion_job(table: str, warehouse: str) -> Any:
 
 
 def reconstructable(table: str, warehouse: str) -> Any:
-    return dg.build_reconstructable_job("tests.dagster.exactly_once_defs", "ingestion_job",
+    return dg.build_reconstructable_job("tests.support.exactly_once_defs", "ingestion_job",
                                         reconstructable_args=(table, warehouse))
 
 

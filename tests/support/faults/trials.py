@@ -37,8 +37,8 @@ from paimon_core.fileio import FileIO
 from paimon_core.manifest import read_index_manifest, read_manifest, read_manifest_list
 from paimon_core.names import Identifier
 from paimon_core.table import Table
-from tests.faults.faulty_io import ACTIONS, Fault, FaultyFileIO
-from tests.s3.store import Store
+from tests.support.faults.faulty_io import ACTIONS, Fault, FaultyFileIO
+from tests.support.s3.store import Store
 
 SCHEMA = pa.schema([("id", pa.int64()), ("qty", pa.int64()), ("dt", pa.string())])
 DAYS = ("2024-01-01", "2024-01-02")
@@ -186,7 +186,7 @@ def child(spec: TrialSpec) -> None:
 
 def fork_context() -> mp.context.BaseContext:
     ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["pyarrow", "pyarrow.parquet", "paimon_core", "tests.faults.trials"])
+    ctx.set_forkserver_preload(["pyarrow", "pyarrow.parquet", "paimon_core", "tests.support.faults.trials"])
     return ctx
 
 

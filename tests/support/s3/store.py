@@ -9,7 +9,7 @@ from typing import Any
 import fsspec
 
 import paimon_core as pc
-from tests.s3.servers import BUCKET, S3Server
+from tests.support.s3.servers import BUCKET, S3Server
 
 STORE_KINDS = ("local", "seaweed", "moto")
 

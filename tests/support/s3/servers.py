@@ -1,11 +1,11 @@
 """Real S3-compatible servers on 127.0.0.1 for the test suite: SeaweedFS and moto (locked).
 
-``make test`` starts both once through ``tests/s3/with_servers.sh`` (which stops them by PID in
+``make test`` starts both once through ``tests/support/s3/with_servers.sh`` (which stops them by PID in
 a trap) and passes their endpoints in ``PAIMON_TEST_S3_<NAME>``; a bare ``pytest`` run starts
 them itself for the session (``tests/conftest.py``). Both hold the bucket :data:`BUCKET`; tests
 use a fresh prefix in it.
 
-CLI: ``python -m tests.s3.servers start STATE_DIR`` launches both in their own sessions, waits
+CLI: ``python -m tests.support.s3.servers start STATE_DIR`` launches both in their own sessions, waits
 until they answer and writes ``STATE_DIR/env`` (shell exports) and ``STATE_DIR/pids``.
 """
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run a command with SeaweedFS and moto (locked) serving S3 on 127.0.0.1; both are stopped by PID
-# on any exit. Usage: tests/s3/with_servers.sh PYTHON COMMAND [ARGS...]
+# on any exit. Usage: tests/support/s3/with_servers.sh PYTHON COMMAND [ARGS...]
 set -euo pipefail
 python=$1; shift
 state=$(mktemp -d)
@@ -21,7 +21,7 @@ stop_servers() {
     rm -rf "$state"
 }
 trap stop_servers EXIT
-"$python" -m tests.s3.servers start "$state"
+"$python" -m tests.support.s3.servers start "$state"
 # shellcheck disable=SC1091
 source "$state/env"
 "$@"

@@ -1,0 +1,40 @@
+"""Reference tests of the ingestion layer's pure decisions: where a chunked write cuts its
+stream, how a fanned-out write shares its input, and when a changes consumer has work.
+
+No table, no Dagster instance: ``make check`` runs them.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from pipelines.ingestion.consumer import PendingChanges
+from pipelines.ingestion.fanout import IngestSlice, plan_slices
+from resources.landing_location import LandedFile
+from resources.writes import chunked
+
+
+def test_chunks_cut_the_stream_at_fixed_row_positions() -> None:
+    batches = [pa.record_batch({"x": list(range(n))}) for n in (3, 7, 1, 9)]
+
+    pieces = list(chunked(batches, 5))
+
+    assert [(chunk, piece.num_rows) for chunk, piece in pieces] == [
+        (0, 3), (0, 2), (1, 5), (2, 1), (2, 4), (3, 5)]
+    assert [c for c, _ in chunked(batches, 0)] == [0, 0, 0, 0]
+
+
+def test_plan_slices_balances_files_and_shards_buckets() -> None:
+    files = [LandedFile(f"f{i}", size, "") for i, size in enumerate([50, 10, 40, 30, 20, 5])]
+    slices = plan_slices(3, sharded=False, files=files)
+    assert [s.files for s in slices] == [("f0", "f5"), ("f1", "f2"), ("f3", "f4")]  # loads 55, 50, 50
+    assert plan_slices(8, sharded=False, files=files[:2]) == [IngestSlice(0, 2, False, ("f0",)),
+                                                             IngestSlice(1, 2, False, ("f1",))]
+    assert plan_slices(3, sharded=True, files=None) == [IngestSlice(i, 3, True) for i in range(3)]
+
+
+def test_pending_changes_need_a_snapshot() -> None:
+    assert not PendingChanges(progress=None, latest=None).due
+    assert PendingChanges(progress=None, latest=3).due
+    assert not PendingChanges(progress=4, latest=3).due
+    assert PendingChanges(progress=2, latest=9, unscanned=True).due
