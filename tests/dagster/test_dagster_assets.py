@@ -10,7 +10,6 @@ import pyarrow as pa
 import pyarrow.compute as pac
 import pyarrow.parquet as pq
 import pytest
-from tests.dagster.metadata_values import value_of
 
 import paimon_core as pc
 from pipelines import names
@@ -20,6 +19,7 @@ from pipelines.demo.log_source import LogEventSource
 from resources import PaimonWrite, commit_user_for, keys, write_partition
 from resources.keys import TABLE_TAG
 from tests.dagster.conftest import LOGS_JOB, small_sources
+from tests.support.metadata_values import value_of
 
 DAY = "2024-01-03"
 OTHER_DAY = "2024-01-04"

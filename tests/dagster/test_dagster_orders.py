@@ -18,7 +18,6 @@ import pyarrow.compute as pac
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from tests.dagster.metadata_values import value_of
 
 import paimon_core as pc
 from pipelines import names
@@ -44,6 +43,7 @@ from resources import commit_user_for, keys, write_partition
 from resources.keys import TABLE_TAG
 from tests.dagster.conftest import ORDERS_JOB, TOTALS_JOB, JobRunner, small_sources
 from tests.support.cdc_truth import replay
+from tests.support.metadata_values import value_of
 
 DAY = "2024-01-03"
 OTHER_DAY = "2024-01-02"

@@ -16,11 +16,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pac
 import pytest
-from tests.dagster.metadata_values import value_of
 
 import paimon_core as pc
 from resources import PaimonCatalogResource, PaimonTableIOManager, PaimonWrite, commit_user_for, keys, write_partition
 from resources.partition_mapping import time_mapping
+from tests.support.metadata_values import value_of
 
 DAY, OTHER_DAY = "2024-01-02", "2024-01-03"
 daily = dg.DailyPartitionsDefinition(start_date="2024-01-01", end_date="2024-01-10")

@@ -403,11 +403,11 @@ def test_fan_out_declarations_are_checked() -> None:
 
 def test_the_readme_kubernetes_code_location_loads_and_validates(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    """The README's k8s ``defs.yaml`` as a user would apply it: the project loads, the executors are
+    """The Dagster guide's k8s ``defs.yaml`` as a user would apply it: the project loads, the executors are
     dagster-k8s's with the config checked against its schema, the fan-out is as declared."""
     import re
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "pipelines" / "README.md").read_text()
     [body] = re.findall(r"<!-- scale-out-example: k8s -->\n```yaml\n(.*?)```", readme, re.DOTALL)
     project = tmp_path / "k8s_project"
     (project / "k8s_project" / "defs" / "accounts").mkdir(parents=True)

@@ -1,4 +1,4 @@
-"""The README's "Add your own table" examples, executed: a user's project in YAML, and in Python.
+"""The README's quickstarts, executed: a user's project in YAML, and in Python.
 
 The files are taken from the README as they are (every ``<!-- user-example: path -->`` block) and
 written into a fresh project. Each project must pass ``dagster definitions validate``, ingest its
