@@ -20,6 +20,7 @@ from pydantic import Field
 
 import paimon_core as pc
 from paimon_core.errors import DatabaseNotFoundError, InvalidNameError, TableNotFoundError
+from pipelines import names
 from pipelines.cron import DEFAULT_EXPIRE_CRON, DEFAULT_ORPHANS_CRON
 from resources import PaimonCatalogResource
 from resources.keys import TARGET_METADATA_KEY
@@ -53,7 +54,7 @@ class TableTarget:
     @property
     def name(self) -> str:
         """``db_table``: the suffix of the table's sensor and schedule names."""
-        return self.table.replace(".", "_")
+        return names.suffix(self.table)
 
     def partition_key(self, values: dict[str, Any]) -> str | None:
         """The asset partition of a Paimon partition (None when they do not map one to one)."""

@@ -22,6 +22,7 @@ from pydantic import BaseModel
 
 import paimon_core as pc
 from paimon_core.errors import PaimonError
+from pipelines import names
 from pipelines.errors import TableDefinitionError, fail
 from pipelines.spec.parts import Column, Compaction, DataChecks, Ingestion, Maintenance, Partitions
 from pipelines.spec.validation import (
@@ -88,7 +89,7 @@ class PaimonTableSpec(dg.Resolvable):
             resolved: PaimonTableSpec = dg.Resolvable.resolve_from_model.__func__(cls, context, model)  # type: ignore[attr-defined]
             return resolved
         except TableDefinitionError as exc:
-            raise ResolutionException(located(context, str(exc))) from None
+            raise ResolutionException(located(context, exc)) from None
 
     def __post_init__(self) -> None:
         columns = self.columns
@@ -112,7 +113,7 @@ class PaimonTableSpec(dg.Resolvable):
     @property
     def name(self) -> str:
         """``db_table``: the suffix of the names of the table's jobs, sensors and schedules."""
-        return self.table.replace(".", "_")
+        return names.suffix(self.table)
 
     @property
     def database(self) -> str:
@@ -239,22 +240,14 @@ def check_unique(specs: Sequence["PaimonTableSpec"]) -> None:
 
 
 
-def located(context: dg.ResolutionContext, message: str) -> str:
-    """``message`` with the YAML file, line and snippet of the field it names (``table db.t:
-    ingestion.mode: ...``), else of the table's entry."""
+def located(context: dg.ResolutionContext, error: TableDefinitionError) -> str:
+    """The error's message with the YAML file, line and snippet of the field it names, else of
+    the table's entry."""
+    message = str(error)
     tree = context.source_position_tree
     if tree is None:
         return message
-    named = message.split(": ", 2)
-    path = [*context.path]
-    if len(named) == 3 and named[0].startswith("table "):
-        for part in named[1].split(" ", 1)[0].split("."):
-            name, _, index = part.partition("[")
-            if not name.isidentifier():
-                break
-            path.append(name)
-            if index.rstrip("]").isdigit():
-                path.append(int(index.rstrip("]")))
+    path = [*context.path, *error.field_path()]
     for depth in range(len(path), len(context.path) - 1, -1):
         try:
             source = tree.source_error(yaml_path=path[:depth], inline_error_message=message, value_error=True)
