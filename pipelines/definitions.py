@@ -48,9 +48,10 @@ def default_storage_options() -> dict[str, Any]:
     return options
 
 
-def load(warehouse: str | None = None, **resources: Any) -> dg.Definitions:
-    """The demo's definitions on ``warehouse`` (default: ``default_warehouse``), with some of its
-    resources (``log_source``, ``order_source``) replaced.
+def load(warehouse: str | None = None, *, project_root: Path = REPO_ROOT, **resources: Any) -> dg.Definitions:
+    """The demo's definitions (or those of another ``dg`` project, ``project_root``) on
+    ``warehouse`` (default: ``default_warehouse``), with some of their resources (the demo's
+    ``log_source``, ``order_source``) replaced.
 
     The component reads the warehouse from ``$PAIMON_WAREHOUSE`` when it loads, so it is set
     for the load (and put back after). On an object store the catalog also gets
@@ -60,7 +61,7 @@ def load(warehouse: str | None = None, **resources: Any) -> dg.Definitions:
     previous = os.environ.get(WAREHOUSE_ENV)
     os.environ[WAREHOUSE_ENV] = target
     try:
-        loaded = dg.load_from_defs_folder(path_within_project=REPO_ROOT)
+        loaded = dg.load_from_defs_folder(path_within_project=project_root)
     finally:
         if previous is None:
             del os.environ[WAREHOUSE_ENV]

@@ -18,7 +18,7 @@ from tests.support.s3 import servers as s3_servers_module
 from tests.support.s3.servers import S3Server
 from tests.support.s3.store import STORE_KINDS, Store
 
-pytest_plugins = ["tests.cpu_report"]
+pytest_plugins = ["tests.cpu_report", "tests.support.dagster_runs"]
 
 TESTS = Path(__file__).parent
 # Markers every test below a directory carries.

@@ -22,7 +22,7 @@ import paimon_core as pc
 from pipelines import Column, Ingestion, PaimonTableSpec, names, paimon_definitions
 from pipelines.compaction.jobs import compaction_run_config, compaction_tags
 from pipelines.errors import TableDefinitionError
-from tests.dagster.conftest import one_line_failure
+from tests.support.dagster_runs import one_line_failure
 
 STATUS = "plant.device_status"
 COUNTS = "plant.status_counts"

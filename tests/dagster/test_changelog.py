@@ -1,8 +1,8 @@
-"""shop.orders' full-compaction changelog and the tables that consume changes, exactly once.
+"""sales.orders' full-compaction changelog and the tables that consume changes, exactly once.
 
 The compaction sensor's decisions (pure, then on a real table), the full compaction job writing
-the changelog of the keys that changed, and ``shop/order_revenue_by_status`` (the generic
-``pipelines.ingestion.changes`` consumer declared in the demo's YAML) following it through
+the changelog of the keys that changed, and ``sales/revenue_by_status`` (the generic
+``pipelines.ingestion.changes`` consumer declared in the fixture project's YAML) following it through
 several rounds of ingestion, corrections and full compactions, exactly once across crashes
 between a batch's commit and the consumer's saved progress; then a user's own consumer declared
 with ``PaimonTableSpec`` and ``paimon_definitions``. Expected changelogs and aggregates are
@@ -20,8 +20,7 @@ import dagster as dg
 import pyarrow as pa
 import pyarrow.compute as pac
 import pytest
-import yaml
-from conftest import ORDERS, JobRunner, small_sources
+from conftest import ORDERS_PER_DAY
 
 import paimon_core as pc
 from paimon_core import ChangeStream
@@ -34,9 +33,6 @@ from pipelines.compaction.jobs import (
     full_compaction_run_config,
 )
 from pipelines.compaction.sensor import REASON_FULL_DUE, REASON_LEVEL0, run_key
-from pipelines.component import table_spec
-from pipelines.definitions import REPO_ROOT
-from pipelines.demo.orders import ORDERS_SCHEMA, ORDERS_TABLE, REVENUE_TABLE, revenue_deltas, synthetic_cdc
 from pipelines.factory import paimon_definitions
 from pipelines.ingestion.asset import ensure_table
 from pipelines.ingestion.changes import consumer_user
@@ -54,81 +50,53 @@ from resources.keys import (
     TRIGGER_SNAPSHOT_TAG,
 )
 from tests.support.cdc_truth import replay
+from tests.support.dagster_runs import JobRunner
+from tests.support.fixture_project.data import order_changes, revenue_deltas
+from tests.support.fixture_project.definitions import python_definitions
+from tests.support.fixture_project.tables import (
+    FAST_RETRY_DELAY_S,
+    ORDERS_KEY,
+    ORDERS_SCHEMA,
+    ORDERS_TABLE,
+    REVENUE_KEY,
+    REVENUE_TABLE,
+    path,
+)
+from tests.support.fixture_project.tables import spec as declared_spec
 from tests.support.metadata_values import value_of
 
 DAY = "2024-01-03"
 OTHER_DAY = "2024-01-04"
 CHUNK = 250  # 5 commits a day: full-compaction.delta-commits and the level-0 trigger
-ORDERS_KEY = dg.AssetKey(["shop", "orders"])
-REVENUE_KEY = dg.AssetKey(["shop", "order_revenue_by_status"])
-REVENUE_JOB = names.ingestion_job("shop.order_revenue_by_status")
-REVENUE_SENSOR = names.changes_sensor("shop.order_revenue_by_status")
-ORDERS_SENSOR = names.compaction_sensor("shop.orders")
-CONSUMER_ID = "order_revenue_by_status"
+REVENUE_JOB = names.ingestion_job(REVENUE_TABLE)
+REVENUE_SENSOR = names.changes_sensor(REVENUE_TABLE)
+ORDERS_SENSOR = names.compaction_sensor(ORDERS_TABLE)
+CONSUMER_ID = declared_spec(REVENUE_TABLE).ingestion.consumer_id
 CONSUMER_USER = consumer_user(CONSUMER_ID)
-DEMO_TABLES = REPO_ROOT / "pipelines" / "demo" / "defs" / "tables" / "defs.yaml"
-# The retry delay of the ingestion steps in these tests (5 s in the code location): the same
-# retries, backoff and jitter, milliseconds apart.
-FAST_RETRY_DELAY_S = 0.01
 HOUR = dt_.timedelta(hours=1)
-
-
-# ---- the demo's tables, as declared ---------------------------------------------------------
-
-
-def demo_specs(*, retries: dict[str, int] | None = None, commit_every_rows: dict[str, int] | None = None,
-               retry_delay_seconds: float = FAST_RETRY_DELAY_S) -> list[PaimonTableSpec]:
-    """The demo's tables as its YAML declares them, resolved by the component's own models;
-    ``retries`` / ``commit_every_rows`` change those ingestion fields of some tables, and every
-    ingestion retries after ``retry_delay_seconds`` (the same retries, backoff and jitter as
-    the YAML's 5 s, milliseconds apart)."""
-    tables = yaml.safe_load(DEMO_TABLES.read_text())["attributes"]["tables"]
-    specs = []
-    for raw in tables:
-        spec = table_spec(raw)
-        changes: dict[str, Any] = {name: values[spec.table] for name, values in (
-            ("retries", retries), ("commit_every_rows", commit_every_rows)) if values and spec.table in values}
-        if spec.ingestion is not None:
-            changes["retry_delay_seconds"] = retry_delay_seconds
-            base = spec.ingestion
-            spec = spec.with_options(ingestion=Ingestion(**{**{f: getattr(base, f) for f in base.__dataclass_fields__},
-                                                            **changes}))
-        specs.append(spec)
-    return specs
-
-
-def demo_spec(table: str) -> PaimonTableSpec:
-    [spec] = [s for s in demo_specs() if s.table == table]
-    return spec
-
-
-def demo_definitions(warehouse: str, *, sources: dict[str, Any] | None = None, **changes: Any) -> dg.Definitions:
-    """The demo's tables (changed as ``demo_specs`` says) through ``paimon_definitions``, the
-    factory the YAML component calls, on ``warehouse`` with the small test sources (some
-    replaced by ``sources``)."""
-    return paimon_definitions(demo_specs(**changes), warehouse=warehouse, resources=small_sources(**(sources or {})))
 
 
 @pytest.fixture
 def fast_retries() -> float:
-    """The retry delay ``demo_specs`` gives every ingestion step."""
+    """The retry delay the fixture project's ``specs`` give every ingestion step."""
     return FAST_RETRY_DELAY_S
 
 
 @pytest.fixture
-def demo_defs(warehouse: str) -> dg.Definitions:
-    """The demo's definitions on the test warehouse, fast step retries (replaces conftest's)."""
-    return demo_definitions(warehouse)
+def project_defs(warehouse: str) -> dg.Definitions:
+    """The fixture project's tables declared in Python on the test warehouse, fast step retries
+    (replaces conftest's)."""
+    return python_definitions(warehouse)
 
 
 @pytest.fixture
-def orders_target(demo_defs: dg.Definitions) -> TableTarget:
-    return declared_targets(demo_defs)[ORDERS_TABLE]
+def orders_target(project_defs: dg.Definitions) -> TableTarget:
+    return declared_targets(project_defs)[ORDERS_TABLE]
 
 
 def create_orders(catalog: PaimonCatalogResource, **options: str) -> pc.Table:
-    """shop.orders as its asset creates it, with some options changed."""
-    spec = demo_spec(ORDERS_TABLE)
+    """sales.orders as its asset creates it, with some options changed."""
+    spec = declared_spec(ORDERS_TABLE)
     if options:
         spec = spec.with_options(options={**{k: v for k, v in spec.options.items() if k not in options},
                                           **{k: v for k, v in options.items() if v}})
@@ -145,9 +113,9 @@ def orders(catalog: PaimonCatalogResource) -> pc.Table:
 
 def ingest(table: pc.Table, day: str, *, run_id: str, chunk: int = CHUNK) -> pa.Table:
     """A day of order changes written as the asset writes them (upsert, a commit every ``chunk``)."""
-    changes = synthetic_cdc(day, orders=ORDERS)
+    changes = order_changes(day, orders=ORDERS_PER_DAY)
     write_partition(table, changes.to_batches(max_chunksize=400), mode="upsert", partition={"dt": day},
-                    commit_user=commit_user_for(run_id, "shop/orders", day), commit_every_rows=chunk)
+                    commit_user=commit_user_for(run_id, path(ORDERS_TABLE), day), commit_every_rows=chunk)
     return changes
 
 
@@ -260,15 +228,15 @@ def retried_steps(result: dg.ExecuteInProcessResult) -> list[str]:
 
 
 def test_sensor_launches_the_full_job_after_delta_commits(
-        demo_defs: dg.Definitions, run_job: JobRunner, instance: dg.DagsterInstance, catalog: PaimonCatalogResource,
+        project_defs: dg.Definitions, run_job: JobRunner, instance: dg.DagsterInstance, catalog: PaimonCatalogResource,
         orders: pc.Table, orders_target: TableTarget) -> None:
     ingest(orders, DAY, run_id="r1", chunk=300)  # 4 commits, 4 level-0 files per bucket
-    below = sensor_tick(demo_defs, instance, catalog)
+    below = sensor_tick(project_defs, instance, catalog)
     assert not below.run_requests
     assert "below the threshold 5; 4/5 commits since the last full compaction" in below.skip_message
 
-    orders.write(synthetic_cdc(OTHER_DAY, orders=ORDERS))  # the 5th commit, another partition
-    tick = sensor_tick(demo_defs, instance, catalog, cursor=below.cursor)
+    orders.write(order_changes(OTHER_DAY, orders=ORDERS_PER_DAY))  # the 5th commit, another partition
+    tick = sensor_tick(project_defs, instance, catalog, cursor=below.cursor)
 
     [request] = tick.run_requests
     assert request.job_name == FULL_COMPACTION_JOB
@@ -279,13 +247,13 @@ def test_sensor_launches_the_full_job_after_delta_commits(
     assert request.tags[TRIGGER_COMMITS_TAG] == "5/5"
     assert request.tags[TRIGGER_LEVEL0_TAG] == "4"
     # One state, one run: evaluated again it is skipped, or (cursor lost) gets the same run key.
-    assert "evaluated already" in sensor_tick(demo_defs, instance, catalog, cursor=tick.cursor).skip_message
-    assert sensor_tick(demo_defs, instance, catalog).run_requests[0].run_key == request.run_key
+    assert "evaluated already" in sensor_tick(project_defs, instance, catalog, cursor=tick.cursor).skip_message
+    assert sensor_tick(project_defs, instance, catalog).run_requests[0].run_key == request.run_key
     # A compaction run of the table waiting in the queue (either job) holds the next one back.
-    queued = instance.create_run_for_job(demo_defs.resolve_job_def(FULL_COMPACTION_JOB),
+    queued = instance.create_run_for_job(project_defs.resolve_job_def(FULL_COMPACTION_JOB),
                                          run_config=request.run_config, tags=dict(request.tags),
                                          status=dg.DagsterRunStatus.NOT_STARTED)
-    skipped = sensor_tick(demo_defs, instance, catalog)
+    skipped = sensor_tick(project_defs, instance, catalog)
     assert not skipped.run_requests
     assert f"a full compaction is due, but compaction run {queued.run_id} is not started" in skipped.skip_message
     instance.report_run_canceled(queued)
@@ -294,17 +262,17 @@ def test_sensor_launches_the_full_job_after_delta_commits(
 
     assert result.success
     assert [b.level_files for b in orders.lsm_state().buckets] == [(0, 0, 0, 0, 0, 1)] * 8
-    after = sensor_tick(demo_defs, instance, catalog)
+    after = sensor_tick(project_defs, instance, catalog)
     assert "0/5 commits since the last full compaction" in after.skip_message
 
 
-def test_level0_over_the_trigger_launches_the_full_job(demo_defs: dg.Definitions, instance: dg.DagsterInstance,
+def test_level0_over_the_trigger_launches_the_full_job(project_defs: dg.Definitions, instance: dg.DagsterInstance,
                                                        catalog: PaimonCatalogResource,
                                                        orders_target: TableTarget) -> None:
     orders = create_orders(catalog, **{"full-compaction.delta-commits": "100"})
     ingest(orders, DAY, run_id="r1")  # 5 level-0 files per bucket, far from 100 commits
 
-    [request] = sensor_tick(demo_defs, instance, catalog).run_requests
+    [request] = sensor_tick(project_defs, instance, catalog).run_requests
 
     assert request.job_name == FULL_COMPACTION_JOB
     assert request.run_config == full_compaction_run_config(orders_target, partitions=[f"dt={DAY}"])
@@ -316,10 +284,10 @@ def test_level0_over_the_trigger_launches_the_full_job(demo_defs: dg.Definitions
 
 
 def test_full_compaction_job_writes_the_changelog_of_changed_keys(
-        demo_defs: dg.Definitions, run_job: JobRunner, instance: dg.DagsterInstance, catalog: PaimonCatalogResource,
+        project_defs: dg.Definitions, run_job: JobRunner, instance: dg.DagsterInstance, catalog: PaimonCatalogResource,
         orders: pc.Table, orders_target: TableTarget) -> None:
     changes = ingest(orders, DAY, run_id="r1")
-    [request] = sensor_tick(demo_defs, instance, catalog).run_requests
+    [request] = sensor_tick(project_defs, instance, catalog).run_requests
 
     first = full_compaction(run_job, orders_target, run_config=request.run_config, tags=dict(request.tags))
 
@@ -444,8 +412,8 @@ def crash(monkeypatch: pytest.MonkeyPatch) -> CheckpointCrash:
 
 @pytest.fixture
 def run_without_retries(warehouse: str, instance: dg.DagsterInstance, fast_retries: float) -> JobRunner:
-    """The demo's jobs with the consumer's step not retried: a crash fails its run."""
-    return JobRunner(demo_definitions(warehouse, retries={REVENUE_TABLE: 0}), instance)
+    """The project's jobs with the consumer's step not retried: a crash fails its run."""
+    return JobRunner(python_definitions(warehouse, retries={REVENUE_TABLE: 0}), instance)
 
 
 def consumer_commits(catalog: PaimonCatalogResource) -> list[int]:
@@ -516,7 +484,7 @@ def test_a_step_retry_after_the_crash_replays_the_batch_in_the_same_run(
     result = consume_revenue(run_job)
 
     assert result.success and crash.at == [first + 1]
-    assert retried_steps(result) == ["shop__order_revenue_by_status"]
+    assert retried_steps(result) == ["__".join(REVENUE_KEY.path)]
     done = changes_of(result)  # what the successful attempt did
     assert done["source_snapshots"] == f"{first}, {second}"
     assert (done["replayed_batches"], done["commits"]) == (1, 1)
@@ -530,14 +498,14 @@ def test_a_step_retry_after_the_crash_replays_the_batch_in_the_same_run(
 
 
 def test_revenue_sensor_requests_a_run_when_changes_wait(
-        demo_defs: dg.Definitions, run_job: JobRunner, instance: dg.DagsterInstance,
+        project_defs: dg.Definitions, run_job: JobRunner, instance: dg.DagsterInstance,
         catalog: PaimonCatalogResource) -> None:
     def tick(cursor: str | None = None) -> Any:
-        return sensor_tick(demo_defs, instance, catalog, name=REVENUE_SENSOR, cursor=cursor)
+        return sensor_tick(project_defs, instance, catalog, name=REVENUE_SENSOR, cursor=cursor)
 
     assert f"its source {ORDERS_TABLE} does not exist yet" in tick().skip_message
     plain = create_orders(catalog, **{"changelog-producer": "none"})
-    plain.write(synthetic_cdc(DAY, orders=ORDERS))
+    plain.write(order_changes(DAY, orders=ORDERS_PER_DAY))
     assert "changelog-producer none" in tick().skip_message
 
     orders = create_orders(catalog)  # the declared options: the producer is switched on
@@ -556,7 +524,7 @@ def test_revenue_sensor_requests_a_run_when_changes_wait(
 
     orders.compact(full=True)
     latest = str(orders.latest_snapshot().id)
-    running = instance.create_run_for_job(demo_defs.resolve_job_def(REVENUE_JOB), tags={TABLE_TAG: REVENUE_TABLE},
+    running = instance.create_run_for_job(project_defs.resolve_job_def(REVENUE_JOB), tags={TABLE_TAG: REVENUE_TABLE},
                                           status=dg.DagsterRunStatus.STARTED)
     held = tick(quiet.cursor)
     assert f"run {running.run_id} of {REVENUE_JOB} is started" in held.skip_message
@@ -571,30 +539,30 @@ def test_revenue_sensor_requests_a_run_when_changes_wait(
 # ---- definitions ------------------------------------------------------------------------------
 
 
-def test_the_revenue_asset_its_job_and_sensor(demo_defs: dg.Definitions) -> None:
-    graph = demo_defs.resolve_asset_graph()
+def test_the_revenue_asset_its_job_and_sensor(project_defs: dg.Definitions) -> None:
+    graph = project_defs.resolve_asset_graph()
     node = graph.get(REVENUE_KEY)
 
-    assert node.group_name == "shop" and node.partitions_def is None
+    assert node.group_name == "sales" and node.partitions_def is None
     checks = {c.name for c in graph.get_check_keys_for_assets({REVENUE_KEY})}
     assert checks == {names.LEVEL0_CHECK, names.SMALL_FILES_CHECK, names.RETENTION_CHECK, names.ORPHANS_CHECK}
-    job = demo_defs.resolve_job_def(REVENUE_JOB)
+    job = project_defs.resolve_job_def(REVENUE_JOB)
     assert set(job.asset_layer.selected_asset_keys) == {REVENUE_KEY}
     assert job.tags.items() >= {TABLE_TAG: REVENUE_TABLE}.items()
-    sensor = demo_defs.resolve_sensor_def(REVENUE_SENSOR)
+    sensor = project_defs.resolve_sensor_def(REVENUE_SENSOR)
     assert sensor.job_name == REVENUE_JOB and sensor.default_status == dg.DefaultSensorStatus.RUNNING
     assert CONSUMER_ID in (sensor.description or "")
-    # shop.orders names its consumer, whose unread snapshots its expiry keeps.
+    # sales.orders names its consumer, whose unread snapshots its expiry keeps.
     orders_node = graph.get(ORDERS_KEY)
     assert orders_node.metadata[keys.CONSUMERS_METADATA_KEY] == CONSUMER_ID
 
 
-def test_the_revenue_asset_is_wired_downstream_of_orders(demo_defs: dg.Definitions) -> None:
-    node = demo_defs.resolve_asset_graph().get(REVENUE_KEY)
+def test_the_revenue_asset_is_wired_downstream_of_orders(project_defs: dg.Definitions) -> None:
+    node = project_defs.resolve_asset_graph().get(REVENUE_KEY)
 
     if ORDERS_KEY not in node.parent_keys:
         pytest.xfail("pipelines/ingestion/asset.py: table_asset gave a changes_of consumer no dependency on "
-                     "its source's asset, so the lineage shop/orders -> shop/order_revenue_by_status is lost")
+                     "its source's asset, so the lineage sales/orders -> sales/revenue_by_status is lost")
     assert node.parent_keys == {ORDERS_KEY}
 
 

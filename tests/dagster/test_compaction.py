@@ -4,7 +4,7 @@ Real Dagster runs (``execute_in_process`` into ``instance_for_test``) and real t
 Expected table contents come from a plain-Python replay of the change stream, or from a read
 taken before compacting; never from the compaction code itself.
 
-shop.orders here is created without its changelog options, so the sensor takes the minor
+sales.orders here is created without its changelog options, so the sensor takes the minor
 compaction path; the full-compaction changelog path is in test_changelog.py.
 """
 
@@ -17,8 +17,7 @@ from typing import Any
 import dagster as dg
 import pyarrow as pa
 import pytest
-import yaml
-from conftest import ORDERS_JOB, JobRunner, one_line_failure, small_sources
+from conftest import ORDERS_JOB, ORDERS_PER_DAY
 
 import paimon_core as pc
 from pipelines import names
@@ -38,20 +37,6 @@ from pipelines.compaction.lsm import (
 )
 from pipelines.compaction.sensor import evaluate, run_key
 from pipelines.compaction.tasks import CompactionPlan, follow
-from pipelines.component import table_spec
-from pipelines.definitions import REPO_ROOT, load
-from pipelines.demo.log_events import SCHEMA as LOG_SCHEMA
-from pipelines.demo.log_events import TABLE as LOG_TABLE
-from pipelines.demo.log_events import TABLE_OPTIONS as LOG_OPTIONS
-from pipelines.demo.log_events import synthetic_batches as log_batches
-from pipelines.demo.orders import (
-    ORDERS_CHANGELOG_OPTIONS,
-    ORDERS_OPTIONS,
-    ORDERS_PRIMARY_KEY,
-    ORDERS_SCHEMA,
-    ORDERS_TABLE,
-    synthetic_cdc,
-)
 from pipelines.errors import TableDefinitionError
 from pipelines.factory import paimon_definitions
 from pipelines.maintenance.verdicts import ORPHANS_CHECK, RETENTION_CHECK
@@ -69,17 +54,31 @@ from resources import PaimonCatalogResource, keys, write_partition
 from resources.keys import COMPACTION_TAG, FOLLOW_TAG
 from resources.writes import CHUNK_PROPERTY, FINAL_PROPERTY
 from tests.support.cdc_truth import replay
+from tests.support.dagster_runs import JobRunner, one_line_failure
+from tests.support.fixture_project import data
+from tests.support.fixture_project.definitions import load
+from tests.support.fixture_project.sources import resources as fixture_resources
+from tests.support.fixture_project.tables import (
+    EVENTS_KEY,
+    EVENTS_OPTIONS,
+    EVENTS_SCHEMA,
+    EVENTS_TABLE,
+    ORDERS_CHANGELOG_OPTIONS,
+    ORDERS_KEY,
+    ORDERS_OPTIONS,
+    ORDERS_PRIMARY_KEY,
+    ORDERS_SCHEMA,
+    ORDERS_TABLE,
+)
+from tests.support.fixture_project.tables import spec as declared_spec
 from tests.support.metadata_values import value_of
 
 DAY = "2024-01-03"
-OTHER_DAY = "2024-01-02"  # both inside the demo's shop partitions (2024-01-01 .. 2024-01-03)
-ORDERS = 300  # about 1,100 changes a day
+OTHER_DAY = "2024-01-02"  # both inside the sales partitions (2024-01-01 .. 2024-01-03)
 CHUNK = 250  # 5 commits a day: the default compaction trigger
-SENSOR = names.compaction_sensor("shop.orders")
-ORDERS_KEY = dg.AssetKey(["shop", "orders"])
-# shop.orders as it was before it produced a changelog: minor compactions only.
+SENSOR = names.compaction_sensor(ORDERS_TABLE)
+# sales.orders as it was before it produced a changelog: minor compactions only.
 MINOR_OPTIONS = {key: value for key, value in ORDERS_OPTIONS.items() if key not in ORDERS_CHANGELOG_OPTIONS}
-TABLES_YAML = REPO_ROOT / "pipelines" / "demo" / "defs" / "tables" / "defs.yaml"
 # A table of its own: an asset key of three parts and a Paimon partition value that is not the
 # Dagster key (day=20240103 for the key 2024-01-03).
 CUSTOMERS_TABLE = "crm.customers"
@@ -90,9 +89,9 @@ CUSTOMERS_KEY = dg.AssetKey(["lake", "crm", "customers"])
 
 
 @pytest.fixture
-def target(demo_defs: dg.Definitions) -> TableTarget:
-    """shop.orders as the demo declares it (what its sensor and schedules put in run config)."""
-    return declared_targets(demo_defs)[ORDERS_TABLE]
+def target(project_defs: dg.Definitions) -> TableTarget:
+    """sales.orders as the project declares it (what its sensor and schedules put in run config)."""
+    return declared_targets(project_defs)[ORDERS_TABLE]
 
 
 @pytest.fixture
@@ -101,23 +100,16 @@ def orders(catalog: PaimonCatalogResource) -> pc.Table:
                                 primary_keys=ORDERS_PRIMARY_KEY, options=MINOR_OPTIONS)
 
 
-def demo_spec(table: str) -> PaimonTableSpec:
-    """The demo's declaration of ``table``, read from its YAML as the component reads it."""
-    tables = yaml.safe_load(TABLES_YAML.read_text())["attributes"]["tables"]
-    [entry] = [t for t in tables if t["table"] == table]
-    return table_spec(entry)
-
-
 def orders_defs(warehouse: str, *, commit_every_rows: int) -> dg.Definitions:
-    """shop.orders alone, as declared but committing every ``commit_every_rows`` changes."""
-    spec = demo_spec(ORDERS_TABLE)
+    """sales.orders alone, as declared but committing every ``commit_every_rows`` changes."""
+    spec = declared_spec(ORDERS_TABLE)
     assert spec.ingestion is not None
     spec = spec.with_options(ingestion=dataclasses.replace(spec.ingestion, commit_every_rows=commit_every_rows))
-    return paimon_definitions([spec], warehouse=warehouse, resources=small_sources())
+    return paimon_definitions([spec], warehouse=warehouse, resources=fixture_resources())
 
 
-def day_stream(day: str, orders: int = ORDERS) -> pa.Table:
-    return synthetic_cdc(day, orders=orders)
+def day_stream(day: str, orders: int = ORDERS_PER_DAY) -> pa.Table:
+    return data.order_changes(day, orders=orders)
 
 
 def ingest(table: pc.Table, day: str, *, run_id: str, chunk: int = CHUNK) -> Any:
@@ -140,7 +132,7 @@ def sensor_tick(defs: dg.Definitions, instance: dg.DagsterInstance, catalog: Pai
 
 def compact(run_job: JobRunner, run_config: dict[str, Any], *, job: str = COMPACTION_JOB,
             tags: dict[str, str] | None = None, raise_on_error: bool = True) -> dg.ExecuteInProcessResult:
-    """A compaction run of shop.orders, tagged as the sensor tags it unless ``tags`` says otherwise."""
+    """A compaction run of sales.orders, tagged as the sensor tags it unless ``tags`` says otherwise."""
     return run_job(job, run_config=run_config, tags=tags if tags is not None else compaction_tags(ORDERS_TABLE),
                    raise_on_error=raise_on_error)
 
@@ -253,38 +245,38 @@ def test_ensure_table_makes_an_existing_table_write_only(catalog: PaimonCatalogR
 # ---- the sensor -------------------------------------------------------------------------------
 
 
-def test_sensor_skips_a_table_that_does_not_exist(demo_defs: dg.Definitions, instance: dg.DagsterInstance,
+def test_sensor_skips_a_table_that_does_not_exist(project_defs: dg.Definitions, instance: dg.DagsterInstance,
                                                   catalog: PaimonCatalogResource) -> None:
-    tick = sensor_tick(demo_defs, instance, catalog)
+    tick = sensor_tick(project_defs, instance, catalog)
 
     assert not tick.run_requests
     assert "does not exist yet" in tick.skip_message
 
 
-def test_sensor_skips_a_table_without_snapshots(demo_defs: dg.Definitions, instance: dg.DagsterInstance,
+def test_sensor_skips_a_table_without_snapshots(project_defs: dg.Definitions, instance: dg.DagsterInstance,
                                                 catalog: PaimonCatalogResource, orders: pc.Table) -> None:
-    tick = sensor_tick(demo_defs, instance, catalog)
+    tick = sensor_tick(project_defs, instance, catalog)
 
     assert not tick.run_requests
-    assert "shop.orders has no snapshot yet" in tick.skip_message
+    assert f"{ORDERS_TABLE} has no snapshot yet" in tick.skip_message
 
 
 def test_sensor_waits_for_the_trigger_then_requests_one_run_per_state(
-        demo_defs: dg.Definitions, instance: dg.DagsterInstance, catalog: PaimonCatalogResource,
+        project_defs: dg.Definitions, instance: dg.DagsterInstance, catalog: PaimonCatalogResource,
         orders: pc.Table, target: TableTarget) -> None:
     ingest(orders, DAY, run_id="r1", chunk=300)  # 4 commits: below the trigger (5)
-    below = sensor_tick(demo_defs, instance, catalog)
+    below = sensor_tick(project_defs, instance, catalog)
     assert not below.run_requests
     assert "below the threshold 5" in below.skip_message
     assert below.cursor == "4"
 
     orders.write(day_stream(OTHER_DAY))  # another partition: 1 level-0 file per bucket
     ingest(orders, DAY, run_id="r2", chunk=1_000)  # 2 more commits: 6 level-0 files per bucket in DAY
-    tick = sensor_tick(demo_defs, instance, catalog, cursor=below.cursor)
+    tick = sensor_tick(project_defs, instance, catalog, cursor=below.cursor)
 
     [request] = tick.run_requests
     latest = orders.latest_snapshot().id
-    assert request.run_key == run_key(ORDERS_TABLE, latest) == f"shop.orders@{latest}"
+    assert request.run_key == run_key(ORDERS_TABLE, latest) == f"{ORDERS_TABLE}@{latest}"
     assert request.job_name == COMPACTION_JOB
     assert request.run_config == compaction_run_config(target, partitions=[f"dt={DAY}"])
     assert request.tags[COMPACTION_TAG] == ORDERS_TABLE
@@ -293,30 +285,30 @@ def test_sensor_waits_for_the_trigger_then_requests_one_run_per_state(
     assert tick.cursor == str(latest)
     # The same state is evaluated once; evaluated again (cursor reset) it has the same run key,
     # so the daemon launches no second run for it.
-    assert "evaluated already" in sensor_tick(demo_defs, instance, catalog, cursor=tick.cursor).skip_message
-    [again] = sensor_tick(demo_defs, instance, catalog).run_requests
+    assert "evaluated already" in sensor_tick(project_defs, instance, catalog, cursor=tick.cursor).skip_message
+    [again] = sensor_tick(project_defs, instance, catalog).run_requests
     assert again.run_key == request.run_key
 
 
-def test_sensor_skips_while_a_compaction_run_is_queued(demo_defs: dg.Definitions, instance: dg.DagsterInstance,
+def test_sensor_skips_while_a_compaction_run_is_queued(project_defs: dg.Definitions, instance: dg.DagsterInstance,
                                                        catalog: PaimonCatalogResource, orders: pc.Table,
                                                        target: TableTarget) -> None:
     ingest(orders, DAY, run_id="r1")
-    queued = instance.create_run_for_job(demo_defs.resolve_job_def(COMPACTION_JOB),
+    queued = instance.create_run_for_job(project_defs.resolve_job_def(COMPACTION_JOB),
                                          run_config=compaction_run_config(target),
                                          tags=compaction_tags(ORDERS_TABLE),
                                          status=dg.DagsterRunStatus.NOT_STARTED)
 
-    tick = sensor_tick(demo_defs, instance, catalog)
+    tick = sensor_tick(project_defs, instance, catalog)
 
     assert not tick.run_requests
     assert f"compaction run {queued.run_id} is not started and will see them" in tick.skip_message
     instance.report_run_canceled(queued)
-    assert sensor_tick(demo_defs, instance, catalog).run_requests
+    assert sensor_tick(project_defs, instance, catalog).run_requests
 
 
 def test_following_tables_launch_early_and_are_not_launched_twice(
-        demo_defs: dg.Definitions, instance: dg.DagsterInstance, catalog: PaimonCatalogResource,
+        project_defs: dg.Definitions, instance: dg.DagsterInstance, catalog: PaimonCatalogResource,
         orders: pc.Table, target: TableTarget) -> None:
     spec = dataclasses.replace(target, follow_seconds=60)
     orders.write(day_stream(DAY))  # one level-0 file per bucket
@@ -329,7 +321,7 @@ def test_following_tables_launch_early_and_are_not_launched_twice(
     assert level0_threshold(spec, orders) == 1
     assert level0_threshold(dataclasses.replace(spec, level0_threshold=3), orders) == 3
 
-    running = instance.create_run_for_job(demo_defs.resolve_job_def(COMPACTION_JOB),
+    running = instance.create_run_for_job(project_defs.resolve_job_def(COMPACTION_JOB),
                                           run_config=request.run_config, tags=request.tags,
                                           status=dg.DagsterRunStatus.STARTED)
     orders.write(day_stream(OTHER_DAY))
@@ -342,13 +334,13 @@ def test_following_tables_launch_early_and_are_not_launched_twice(
 # ---- the jobs ---------------------------------------------------------------------------------
 
 
-def test_sensor_run_folds_level0_and_keeps_every_row(demo_defs: dg.Definitions, instance: dg.DagsterInstance,
+def test_sensor_run_folds_level0_and_keeps_every_row(project_defs: dg.Definitions, instance: dg.DagsterInstance,
                                                      catalog: PaimonCatalogResource, orders: pc.Table,
                                                      run_job: JobRunner) -> None:
     ingest(orders, DAY, run_id="r1")
     ingest(orders, OTHER_DAY, run_id="r2")
     before = sorted_rows(orders)
-    [request] = sensor_tick(demo_defs, instance, catalog).run_requests
+    [request] = sensor_tick(project_defs, instance, catalog).run_requests
 
     result = compact(run_job, request.run_config, tags=dict(request.tags))
 
@@ -451,22 +443,22 @@ def test_full_compaction_leaves_one_file_per_bucket_at_the_max_level(
     assert again.output_for_node("report_compaction")["partitions_planned"] == 0
 
 
-def test_append_table_small_files_are_compacted(demo_defs: dg.Definitions, instance: dg.DagsterInstance,
+def test_append_table_small_files_are_compacted(project_defs: dg.Definitions, instance: dg.DagsterInstance,
                                                 catalog: PaimonCatalogResource, run_job: JobRunner) -> None:
-    events = catalog.ensure_table(LOG_TABLE, schema=LOG_SCHEMA, partition_keys=["dt"], options=LOG_OPTIONS)
-    day = pa.Table.from_batches(log_batches(DAY, rows=2_500))
+    events = catalog.ensure_table(EVENTS_TABLE, schema=EVENTS_SCHEMA, partition_keys=["dt"], options=EVENTS_OPTIONS)
+    day = pa.Table.from_batches(data.events(DAY, rows=2_500))
     for part in range(5):  # late deliveries appended to the day: one small file each
         events.write(day.slice(part * 500, 500))
     before = events.read().sort_by([("ts", "ascending"), ("message", "ascending")])
 
-    [request] = sensor_tick(demo_defs, instance, catalog, name=names.compaction_sensor("logs.events")).run_requests
+    [request] = sensor_tick(project_defs, instance, catalog, name=names.compaction_sensor(EVENTS_TABLE)).run_requests
     result = run_job(request.job_name, run_config=request.run_config, tags=dict(request.tags))
 
     assert result.success and request.job_name == COMPACTION_JOB
     assert [b.files for b in events.lsm_state().buckets] == [1]
     assert events.read().sort_by([("ts", "ascending"), ("message", "ascending")]).equals(before)
     [observed] = compactions(result)
-    assert (observed.asset_key, observed.partition) == (dg.AssetKey(["logs", "events"]), DAY)
+    assert (observed.asset_key, observed.partition) == (EVENTS_KEY, DAY)
 
 
 # ---- which table a run works on -----------------------------------------------------------------
@@ -496,10 +488,10 @@ def test_a_run_naming_only_the_table_needs_its_asset(orders: pc.Table, target: T
 
 @pytest.mark.parametrize(("job", "op"), [(COMPACTION_JOB, "plan_compaction"),
                                          (FULL_COMPACTION_JOB, "plan_full_compaction")])
-@pytest.mark.parametrize("table", ["shop.missing", "nodb.orders", "orders", "shop.bad name!"])
+@pytest.mark.parametrize("table", ["sales.missing", "nodb.orders", "orders", "sales.bad name!"])
 def test_a_bad_table_name_fails_the_run_in_one_line(catalog: PaimonCatalogResource, orders: pc.Table,
                                                     run_job: JobRunner, job: str, op: str, table: str) -> None:
-    config = {"ops": {op: {"config": {"table": table, "asset_key": ["shop", "orders"]}}}}
+    config = {"ops": {op: {"config": {"table": table, "asset_key": list(ORDERS_KEY.path)}}}}
 
     result = compact(run_job, config, job=job, tags=compaction_tags(table), raise_on_error=False)
 
@@ -685,7 +677,7 @@ def test_environment_settings(monkeypatch: pytest.MonkeyPatch, warehouse: str) -
     monkeypatch.setenv(FOLLOW_ENV, "90")
     assert sensor_interval_seconds() == 2 and follow_seconds() == 90
     assert sensor_interval_seconds(7) == 7 and follow_seconds(0) == 0  # what a spec says wins
-    # Read when the definitions load: the demo's sensors (whose specs say neither) take them.
+    # Read when the definitions load: the project's sensors (whose specs say neither) take them.
     loaded = load(warehouse)
     assert loaded.resolve_sensor_def(SENSOR).minimum_interval_seconds == 2
     monkeypatch.setenv(SENSOR_INTERVAL_ENV, "0")
@@ -700,7 +692,7 @@ def test_definitions_wire_sensors_jobs_and_checks(monkeypatch: pytest.MonkeyPatc
     monkeypatch.delenv(SENSOR_INTERVAL_ENV, raising=False)
     defs = load(warehouse)
     graph = defs.resolve_asset_graph()
-    for table, key in ((ORDERS_TABLE, ORDERS_KEY), (LOG_TABLE, dg.AssetKey(["logs", "events"]))):
+    for table, key in ((ORDERS_TABLE, ORDERS_KEY), (EVENTS_TABLE, EVENTS_KEY)):
         sensor = defs.resolve_sensor_def(names.compaction_sensor(table))
         assert [t.job_name for t in sensor.targets] == [COMPACTION_JOB, FULL_COMPACTION_JOB]
         assert sensor.default_status == dg.DefaultSensorStatus.RUNNING

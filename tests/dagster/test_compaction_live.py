@@ -3,12 +3,13 @@
 Two scenarios, each with its own temp ``DAGSTER_HOME`` (the project's ``dagster_home/dagster.yaml``)
 and temp warehouse, driven through GraphQL and checked on the tables themselves:
 
+The code location is the fixture project's (``tests/support/fixture_project``):
+
 - (4c) a backfill of the orders assets over three days; the daemon's compaction sensor sees a
-  full compaction fall due (shop.orders' changelog comes from full compactions) or level 0
+  full compaction fall due (sales.orders' changelog comes from full compactions) or level 0
   reach the trigger and launches ``paimon_full_compaction_job``, which folds it and writes the
-  changelog; ``changes_shop_order_revenue_by_status_sensor`` then launches
-  ``ingest_shop_order_revenue_by_status_job``, whose aggregate matches the orders' max-level
-  contents;
+  changelog; the revenue table's changes sensor then launches its ingestion job, whose
+  aggregate matches the orders' max-level contents;
 - (5) once the daemon's sensor launched a following compaction run (on the first commit), a
   writer committing every 2 s for 90 s while that run keeps every bucket's level 0 below the
   stop-trigger, measured throughout.
@@ -33,36 +34,43 @@ import pytest
 import paimon_core as pc
 from pipelines import names
 from pipelines.compaction.sensor import REASON_FULL_DUE, REASON_LEVEL0
-from pipelines.demo.order_source import OrderEventSource
-from pipelines.demo.orders import (
+from pipelines.ingestion.consumer import pending_changes
+from pipelines.target import FOLLOW_ENV, SENSOR_INTERVAL_ENV
+from resources.keys import COMPACTION_TAG, CONSUMER_TAG, TABLE_TAG, TRIGGER_LEVEL0_TAG, TRIGGER_REASON_TAG
+from tests.support.fixture_project.data import order_changes
+from tests.support.fixture_project.definitions import CODE_LOCATION, WORKSPACE
+from tests.support.fixture_project.defs.resources import ORDERS_ENV
+from tests.support.fixture_project.tables import (
     ORDERS_CHANGELOG_OPTIONS,
+    ORDERS_KEY,
     ORDERS_OPTIONS,
     ORDERS_PRIMARY_KEY,
     ORDERS_SCHEMA,
     ORDERS_TABLE,
     REVENUE_TABLE,
-    synthetic_cdc,
+    TOTALS_KEY,
 )
-from pipelines.ingestion.consumer import pending_changes
-from pipelines.target import FOLLOW_ENV, SENSOR_INTERVAL_ENV
-from resources.keys import COMPACTION_TAG, CONSUMER_TAG, TABLE_TAG, TRIGGER_LEVEL0_TAG, TRIGGER_REASON_TAG
-from tests.support.live_dagster import FINISHED, LiveDagster, live_dagster
+from tests.support.fixture_project.tables import spec as declared_spec
+from tests.support.live_dagster import FINISHED, CodeLocation, LiveDagster, live_dagster
 
 pytestmark = [pytest.mark.slow, pytest.mark.live]  # a real webserver and daemon
 
-SENSOR = names.compaction_sensor("shop.orders")
-REVENUE_SENSOR = names.changes_sensor("shop.order_revenue_by_status")
-REVENUE_JOB = names.ingestion_job("shop.order_revenue_by_status")
-# The revenue consumer (shop.orders' changelog -> shop.order_revenue_by_status), as the YAML declares it.
-CONSUMER_ID = "order_revenue_by_status"
+SENSOR = names.compaction_sensor(ORDERS_TABLE)
+REVENUE_SENSOR = names.changes_sensor(REVENUE_TABLE)
+REVENUE_JOB = names.ingestion_job(REVENUE_TABLE)
+# The revenue consumer (sales.orders' changelog -> sales.revenue_by_status), as the YAML declares it.
+CONSUMER_ID = declared_spec(REVENUE_TABLE).ingestion.consumer_id  # type: ignore[union-attr]
 REVENUE_RUN_TAGS = {CONSUMER_TAG: CONSUMER_ID}
-# The changes sensor keeps its spec's 60 s interval (the demo's YAML sets none), so the consumer
+# The changes sensor keeps its spec's 60 s interval (the project's YAML sets none), so the consumer
 # may start up to a minute after the last full compaction; on a busy 2-core machine the backfill
 # and its compactions take minutes too.
 SETTLE_TIMEOUT_S = 600
-# shop.orders without its changelog: scenario 5 measures minor compactions (following runs).
+# sales.orders without its changelog: scenario 5 measures minor compactions (following runs).
 MINOR_OPTIONS = {key: value for key, value in ORDERS_OPTIONS.items() if key not in ORDERS_CHANGELOG_OPTIONS}
 DAYS = ["2024-01-01", "2024-01-02", "2024-01-03"]
+# Orders a day in the code location: about 7,000 changes, 5 commits of the YAML's 1,500.
+ORDERS_PER_DAY = 2_000
+LOCATION = CodeLocation(WORKSPACE, CODE_LOCATION)
 FIGURES_ENV = "PAIMON_DAGSTER_FIGURES"
 
 
@@ -104,7 +112,7 @@ def consumer_caught_up(orders: pc.Table) -> bool:
 
 
 def compaction_runs(dagster: LiveDagster) -> list[dict[str, Any]]:
-    """Runs of the compaction jobs on shop.orders (maintenance runs, launched by their schedules
+    """Runs of the compaction jobs on sales.orders (maintenance runs, launched by their schedules
     when a test crosses the hour, carry the same tag)."""
     runs = dagster.runs({COMPACTION_TAG: ORDERS_TABLE})
     return [r for r in runs if r["jobName"] in (names.COMPACTION_JOB, names.FULL_COMPACTION_JOB)]
@@ -122,13 +130,14 @@ def failure_report(dagster: LiveDagster, runs: list[dict[str, Any]]) -> str:
 def test_backfill_through_graphql_gets_compacted_by_the_sensor(tmp_path: Path) -> None:
     warehouse = str(tmp_path / "warehouse")
     started = time.monotonic()
-    with live_dagster(tmp_path, warehouse=warehouse, env={SENSOR_INTERVAL_ENV: "1"}) as dagster:
+    env = {SENSOR_INTERVAL_ENV: "1", ORDERS_ENV: str(ORDERS_PER_DAY)}
+    with live_dagster(tmp_path, warehouse=warehouse, env=env, location=LOCATION) as dagster:
         ready = time.monotonic() - started
         sensor = dagster.sensor(SENSOR)
         assert sensor["sensorState"]["status"] == "RUNNING"  # on by default, no toggle needed
         assert sensor["minIntervalSeconds"] == 1
 
-        backfill_id = dagster.launch_backfill([["shop", "orders"], ["shop", "user_order_totals"]], DAYS,
+        backfill_id = dagster.launch_backfill([list(ORDERS_KEY.path), list(TOTALS_KEY.path)], DAYS,
                                               tags={TABLE_TAG: ORDERS_TABLE}, title="orders, 3 days")
 
         def settled() -> bool:
@@ -196,9 +205,8 @@ def test_backfill_through_graphql_gets_compacted_by_the_sensor(tmp_path: Path) -
             if r["order_count"] or r["revenue"]} == revenue_by_status(compacted)
     # Compaction changed files, not rows: the same changes applied to an uncompacted table read the same.
     reference = create_orders(str(tmp_path / "reference"))
-    source = OrderEventSource()
     for day in DAYS:
-        reference.write(synthetic_cdc(day, orders=source.orders_per_partition))
+        reference.write(order_changes(day, orders=ORDERS_PER_DAY))
     assert sorted_rows(orders).equals(sorted_rows(reference))
 
     overlap = [(i, c) for i in ingestion for c in compactions
@@ -300,7 +308,7 @@ class Sustained:
         launches = seconds(r["startTime"] - r["creationTime"] for r in self.runs)
         return [
             f"- {self.commits} write-only commits of {self.rows_per_commit} changes (one every {self.period:g} s for "
-            f"{self.duration:g} s) into one partition (4 buckets) of shop.orders; `{SENSOR}` every 1 s, {mode}",
+            f"{self.duration:g} s) into one partition (4 buckets) of sales.orders; `{SENSOR}` every 1 s, {mode}",
             f"- level 0 per bucket: **max {self.worst_level0}** (stop-trigger {self.stop_trigger}, compaction trigger "
             f"{self.trigger}); mean {self.mean_level0:.1f} over {self.samples} samples; {self.level0_at_writer_stop} "
             f"when the writer stopped, {self.final.max_level0_files} at the end",
@@ -321,12 +329,12 @@ def measure_sustained(root: Path, *, period: float, duration: float, follow: int
     run is up) while the daemon's sensor compacts."""
     warehouse = str(root / "warehouse")
     orders = create_orders(warehouse)
-    twin = create_orders(warehouse, "shop.orders_uncompacted")  # same commits, never compacted
-    changes = synthetic_cdc("2024-02-01", orders=5_000)
+    twin = create_orders(warehouse, f"{ORDERS_TABLE}_uncompacted")  # same commits, never compacted
+    changes = order_changes("2024-02-01", orders=5_000)
     after_commit: list[int] = []
     env = {SENSOR_INTERVAL_ENV: "1", FOLLOW_ENV: str(follow)}
 
-    with live_dagster(root, warehouse=warehouse, env=env) as dagster:
+    with live_dagster(root, warehouse=warehouse, env=env, location=LOCATION) as dagster:
         sampler = Sampler(warehouse)
         sampler.start()
         began = time.time()

@@ -20,8 +20,8 @@ import pytest
 
 import paimon_core as pc
 from pipelines import Column, Ingestion, LandingLocation, PaimonTableSpec, Partitions, names, paimon_definitions
-from tests.dagster.conftest import one_line_failure
 from tests.dagster.test_user_tables import tick_sensor
+from tests.support.dagster_runs import one_line_failure
 
 HOUR = "2024-03-01-10:00"
 READINGS = "plant.readings"

@@ -18,17 +18,12 @@ from typing import Any
 import dagster as dg
 import pyarrow as pa
 import pytest
-from conftest import JobRunner, one_line_failure
 
 import paimon_core as pc
 from pipelines import names
 from pipelines.compaction.jobs import COMPACTION_JOB, compaction_run_config, compaction_tags
 from pipelines.compaction.sensor import pending_compaction
 from pipelines.cron import DEFAULT_EXPIRE_CRON, DEFAULT_ORPHANS_CRON
-from pipelines.demo.log_events import SCHEMA as LOG_SCHEMA
-from pipelines.demo.log_events import TABLE as LOG_TABLE
-from pipelines.demo.log_events import TABLE_OPTIONS as LOG_OPTIONS
-from pipelines.demo.log_events import synthetic_batches
 from pipelines.errors import TableDefinitionError
 from pipelines.factory import paimon_definitions
 from pipelines.maintenance.expiry import EXPIRE_JOB, expire_run_config
@@ -47,15 +42,25 @@ from pipelines.spec.parts import Column, Maintenance, Partitions
 from pipelines.target import TableTarget, declared_targets
 from resources import PaimonCatalogResource, keys
 from resources.keys import COMPACTION_TAG, TABLE_TAG
+from tests.support.dagster_runs import JobRunner, one_line_failure
+from tests.support.fixture_project import data
+from tests.support.fixture_project.tables import (
+    EVENTS_KEY,
+    EVENTS_OPTIONS,
+    EVENTS_SCHEMA,
+    EVENTS_TABLE,
+    ORDERS_TABLE,
+    REVENUE_TABLE,
+    TOTALS_TABLE,
+)
 from tests.support.metadata_values import value_of
 
 DAY = "2024-01-03"
 COMMITS = 8
 HOUR_MS = 3600 * 1000
 DAY_MS = 24 * HOUR_MS
-LOG_EVENTS_KEY = dg.AssetKey(["logs", "events"])
-# The demo's tables: each gets both maintenance schedules.
-DEMO_TABLES = ("logs.events", "shop.orders", "shop.user_order_totals", "shop.order_revenue_by_status")
+# The project's tables: each gets both maintenance schedules.
+PROJECT_TABLES = (EVENTS_TABLE, ORDERS_TABLE, TOTALS_TABLE, REVENUE_TABLE)
 CUSTOMERS_KEY = dg.AssetKey(["lake", "crm", "customers"])
 
 
@@ -63,31 +68,31 @@ CUSTOMERS_KEY = dg.AssetKey(["lake", "crm", "customers"])
 
 
 @pytest.fixture
-def target(demo_defs: dg.Definitions) -> TableTarget:
-    """logs.events as the demo declares it (hourly expiry, cleanup at 03:00)."""
-    return declared_targets(demo_defs)[LOG_TABLE]
+def target(project_defs: dg.Definitions) -> TableTarget:
+    """app.events as the project declares it (hourly expiry, cleanup at 03:00)."""
+    return declared_targets(project_defs)[EVENTS_TABLE]
 
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A warehouse with logs.events at COMMITS snapshots, each replacing the day (so each replaced
+    """A warehouse with app.events at COMMITS snapshots, each replacing the day (so each replaced
     file is freed by expiry); written once, copied for each test."""
     warehouse = tmp_path_factory.mktemp("template") / "warehouse"
     table = PaimonCatalogResource(warehouse=str(warehouse)).ensure_table(
-        LOG_TABLE, schema=LOG_SCHEMA, partition_keys=["dt"], options=LOG_OPTIONS)
+        EVENTS_TABLE, schema=EVENTS_SCHEMA, partition_keys=["dt"], options=EVENTS_OPTIONS)
     for count in range(20, 20 + COMMITS):
-        table.write(pa.Table.from_batches(synthetic_batches(DAY, rows=count)), overwrite=True)
+        table.write(pa.Table.from_batches(data.events(DAY, rows=count)), overwrite=True)
     return warehouse
 
 
 @pytest.fixture
 def events(template: Path, warehouse: str, catalog: PaimonCatalogResource) -> pc.Table:
     shutil.copytree(template, warehouse)
-    return catalog.table(LOG_TABLE)
+    return catalog.table(EVENTS_TABLE)
 
 
 def run(run_job: JobRunner, job: str, run_config: dict[str, Any], *, raise_on_error: bool = True,
-        table: str = LOG_TABLE) -> dg.ExecuteInProcessResult:
+        table: str = EVENTS_TABLE) -> dg.ExecuteInProcessResult:
     """A maintenance run, tagged as its schedules tag it."""
     return run_job(job, run_config=run_config, tags=maintenance_tags(table), raise_on_error=raise_on_error)
 
@@ -122,7 +127,7 @@ def output_metadata(result: dg.ExecuteInProcessResult, node: str) -> dict[str, A
 
 
 def execute_check(defs: dg.Definitions, instance: dg.DagsterInstance, name: str,
-                  key: dg.AssetKey = LOG_EVENTS_KEY) -> dg.AssetCheckEvaluation:
+                  key: dg.AssetKey = EVENTS_KEY) -> dg.AssetCheckEvaluation:
     """Run the check ``name`` of the asset ``key`` on its own, as the UI's Execute does."""
     job = defs.resolve_implicit_global_asset_job_def().get_subset(
         asset_selection=set(), asset_check_selection={dg.AssetCheckKey(key, name)})
@@ -153,8 +158,8 @@ def test_expire_job_deletes_what_the_engine_plans(run_job: JobRunner, events: pc
     assert rows(events) == before
     [observed] = observations(result)
     meta = plain(observed.metadata)
-    assert observed.asset_key == LOG_EVENTS_KEY and observed.partition is None
-    assert meta["table"] == LOG_TABLE
+    assert observed.asset_key == EVENTS_KEY and observed.partition is None
+    assert meta["table"] == EVENTS_TABLE
     assert meta["snapshots_expired"] == COMMITS - 3 and meta["expired_snapshots"] == f"1..{COMMITS - 3}"
     assert meta["earliest_snapshot_before"] == 1 and meta["earliest_snapshot_after"] == COMMITS - 2
     assert meta["latest_snapshot"] == COMMITS
@@ -164,7 +169,7 @@ def test_expire_job_deletes_what_the_engine_plans(run_job: JobRunner, events: pc
     assert Path(expected.data_files[0]).name in meta["files"]
     # The retention check is recorded on the asset as of after the run.
     assert checks(result)[RETENTION_CHECK].passed
-    assert checks(result)[RETENTION_CHECK].asset_key == LOG_EVENTS_KEY
+    assert checks(result)[RETENTION_CHECK].asset_key == EVENTS_KEY
 
 
 def test_expire_dry_run_deletes_nothing(run_job: JobRunner, events: pc.Table, target: TableTarget) -> None:
@@ -231,7 +236,7 @@ def test_orphan_job_removes_a_crash_leftover(run_job: JobRunner, events: pc.Tabl
     assert rows(events) == before
     [observed] = observations(result)
     meta = plain(observed.metadata)
-    assert observed.asset_key == LOG_EVENTS_KEY
+    assert observed.asset_key == EVENTS_KEY
     assert (meta["orphan_files"], meta["bytes"], meta["data_files"], meta["manifest_files"]) == (1, 321, 1, 0)
     assert stray.name in meta["orphans"]
     assert checks(result)[ORPHANS_CHECK].passed
@@ -248,7 +253,7 @@ def test_orphan_dry_run_deletes_nothing(run_job: JobRunner, events: pc.Table, ta
 
 
 @pytest.mark.parametrize("writer_tag", [COMPACTION_TAG, TABLE_TAG], ids=["compaction", "ingestion"])
-def test_recent_window_needs_force_and_no_writer_running(demo_defs: dg.Definitions, instance: dg.DagsterInstance,
+def test_recent_window_needs_force_and_no_writer_running(project_defs: dg.Definitions, instance: dg.DagsterInstance,
                                                          run_job: JobRunner, events: pc.Table, target: TableTarget,
                                                          writer_tag: str) -> None:
     stray = plant(events, "data-crashed-writer-2.parquet", age_s=5)
@@ -257,14 +262,14 @@ def test_recent_window_needs_force_and_no_writer_running(demo_defs: dg.Definitio
     assert "pass force=True" in str(failure.event_specific_data.error) and stray.exists()
 
     # A compaction run, or an ingestion run, of the table in progress: its files may be in flight.
-    writer = instance.create_run_for_job(demo_defs.resolve_job_def(COMPACTION_JOB),
+    writer = instance.create_run_for_job(project_defs.resolve_job_def(COMPACTION_JOB),
                                          run_config=compaction_run_config(target),
-                                         tags={writer_tag: LOG_TABLE}, status=dg.DagsterRunStatus.STARTED)
-    assert writers_running(instance, LOG_TABLE, own_run_id="another") == [f"{COMPACTION_JOB} ({writer.run_id})"]
+                                         tags={writer_tag: EVENTS_TABLE}, status=dg.DagsterRunStatus.STARTED)
+    assert writers_running(instance, EVENTS_TABLE, own_run_id="another") == [f"{COMPACTION_JOB} ({writer.run_id})"]
     forced = orphans_run_config(target, older_than="now", force=True)
     busy = run(run_job, ORPHANS_JOB, forced, raise_on_error=False)
     description = one_line_failure(busy)
-    assert writer.run_id in description and LOG_TABLE in description and stray.exists()
+    assert writer.run_id in description and EVENTS_TABLE in description and stray.exists()
 
     instance.report_run_canceled(writer)
     done = run(run_job, ORPHANS_JOB, forced)
@@ -280,26 +285,26 @@ def test_a_run_naming_only_the_table_needs_its_asset(run_job: JobRunner, events:
                                                      op: str) -> None:
     """Without asset_key the run looks the table up among the code location's assets; an
     in-process run has no code location, so it fails in one line saying what to give."""
-    bare = run(run_job, job, {"ops": {op: {"config": {"table": LOG_TABLE}}}}, raise_on_error=False)
+    bare = run(run_job, job, {"ops": {op: {"config": {"table": EVENTS_TABLE}}}}, raise_on_error=False)
 
     description = one_line_failure(bare)
-    assert f"no asset of this code location declares Paimon table {LOG_TABLE}" in description
+    assert f"no asset of this code location declares Paimon table {EVENTS_TABLE}" in description
     assert "asset_key" in description
 
-    keyed = run(run_job, job, {"ops": {op: {"config": {"table": LOG_TABLE, "asset_key": ["logs", "events"]}}}})
+    keyed = run(run_job, job, {"ops": {op: {"config": {"table": EVENTS_TABLE, "asset_key": list(EVENTS_KEY.path)}}}})
     assert keyed.success
-    assert {o.asset_key for o in observations(keyed)} == {LOG_EVENTS_KEY}
-    assert {e.asset_key for e in keyed.get_asset_check_evaluations()} == {LOG_EVENTS_KEY}
+    assert {o.asset_key for o in observations(keyed)} == {EVENTS_KEY}
+    assert {e.asset_key for e in keyed.get_asset_check_evaluations()} == {EVENTS_KEY}
 
 
-BAD_NAMES = ["shop.missing", "nodb.events", "events", "logs.bad name!"]
+BAD_NAMES = ["sales.missing", "nodb.events", "events", "app.bad name!"]
 
 
 @pytest.mark.parametrize(("job", "op"), [(EXPIRE_JOB, "expire_snapshots"), (ORPHANS_JOB, "remove_orphan_files")])
 @pytest.mark.parametrize("table", BAD_NAMES)
 def test_a_bad_table_name_fails_the_run_in_one_line(run_job: JobRunner, events: pc.Table, job: str, op: str,
                                                     table: str) -> None:
-    config = {"ops": {op: {"config": {"table": table, "asset_key": ["logs", "events"]}}}}
+    config = {"ops": {op: {"config": {"table": table, "asset_key": list(EVENTS_KEY.path)}}}}
 
     result = run(run_job, job, config, raise_on_error=False, table=table)
 
@@ -354,19 +359,19 @@ def test_maintenance_of_a_table_declared_with_a_spec(warehouse: str, instance: d
 # ---- schedules ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("table", DEMO_TABLES)
-def test_every_table_has_both_schedules(demo_defs: dg.Definitions, catalog: PaimonCatalogResource,
+@pytest.mark.parametrize("table", PROJECT_TABLES)
+def test_every_table_has_both_schedules(project_defs: dg.Definitions, catalog: PaimonCatalogResource,
                                         events: pc.Table, table: str) -> None:
-    targets = declared_targets(demo_defs)
-    assert sorted(targets) == sorted(DEMO_TABLES)
+    targets = declared_targets(project_defs)
+    assert sorted(targets) == sorted(PROJECT_TABLES)
     target = targets[table]
-    if table != LOG_TABLE:
-        catalog.ensure_table(table, schema=LOG_SCHEMA)
+    if table != EVENTS_TABLE:
+        catalog.ensure_table(table, schema=EVENTS_SCHEMA)
     tick = dt_.datetime(2024, 3, 5, 3, 0, tzinfo=dt_.UTC)
     expected = [(names.expire_schedule(target.table), EXPIRE_JOB, DEFAULT_EXPIRE_CRON, expire_run_config(target)),
                 (names.orphans_schedule(target.table), ORPHANS_JOB, DEFAULT_ORPHANS_CRON, orphans_run_config(target))]
     for name, job, cron, run_config in expected:
-        schedule = demo_defs.resolve_schedule_def(name)
+        schedule = project_defs.resolve_schedule_def(name)
         context = dg.build_schedule_context(scheduled_execution_time=tick, resources={"paimon_catalog": catalog})
 
         [request] = schedule.evaluate_tick(context).run_requests
@@ -380,21 +385,21 @@ def test_every_table_has_both_schedules(demo_defs: dg.Definitions, catalog: Paim
         assert not config["dry_run"]
 
 
-def test_schedules_skip_tables_that_do_not_exist(demo_defs: dg.Definitions, catalog: PaimonCatalogResource) -> None:
-    for name in (names.expire_schedule("shop.orders"), names.orphans_schedule("shop.orders")):
-        schedule = demo_defs.resolve_schedule_def(name)
+def test_schedules_skip_tables_that_do_not_exist(project_defs: dg.Definitions, catalog: PaimonCatalogResource) -> None:
+    for name in (names.expire_schedule(ORDERS_TABLE), names.orphans_schedule(ORDERS_TABLE)):
+        schedule = project_defs.resolve_schedule_def(name)
         context = dg.build_schedule_context(scheduled_execution_time=dt_.datetime(2024, 3, 5, tzinfo=dt_.UTC),
                                             resources={"paimon_catalog": catalog})
 
-        assert "shop.orders does not exist yet" in (schedule.evaluate_tick(context).skip_message or "")
+        assert f"{ORDERS_TABLE} does not exist yet" in (schedule.evaluate_tick(context).skip_message or "")
 
 
 def test_crons_come_from_the_spec(warehouse: str) -> None:
     """(The old $PAIMON_EXPIRE_CRON / $PAIMON_ORPHANS_CRON are gone: each spec says its crons.)"""
-    spec = TableTarget(LOG_TABLE, LOG_EVENTS_KEY, expire_cron="*/10 * * * *")
+    spec = TableTarget(EVENTS_TABLE, EVENTS_KEY, expire_cron="*/10 * * * *")
     assert (expire_cron(spec), orphans_cron(spec)) == ("*/10 * * * *", DEFAULT_ORPHANS_CRON)
     # No schedule of its own: the checks judge by the defaults.
-    bare = TableTarget(LOG_TABLE, LOG_EVENTS_KEY, expire_cron=None, orphans_cron=None)
+    bare = TableTarget(EVENTS_TABLE, EVENTS_KEY, expire_cron=None, orphans_cron=None)
     assert (expire_cron(bare), orphans_cron(bare)) == (DEFAULT_EXPIRE_CRON, DEFAULT_ORPHANS_CRON)
 
     # A spec without one schedule gets none, and its target says so.
@@ -408,17 +413,17 @@ def test_crons_come_from_the_spec(warehouse: str) -> None:
 
 
 
-def test_maintenance_runs_do_not_count_as_pending_compactions(demo_defs: dg.Definitions,
+def test_maintenance_runs_do_not_count_as_pending_compactions(project_defs: dg.Definitions,
                                                               instance: dg.DagsterInstance,
                                                               target: TableTarget) -> None:
-    queued = instance.create_run_for_job(demo_defs.resolve_job_def(EXPIRE_JOB), run_config=expire_run_config(target),
-                                         tags=maintenance_tags(LOG_TABLE), status=dg.DagsterRunStatus.NOT_STARTED)
-    assert pending_compaction(instance, LOG_TABLE) is None
+    queued = instance.create_run_for_job(project_defs.resolve_job_def(EXPIRE_JOB), run_config=expire_run_config(target),
+                                         tags=maintenance_tags(EVENTS_TABLE), status=dg.DagsterRunStatus.NOT_STARTED)
+    assert pending_compaction(instance, EVENTS_TABLE) is None
 
-    compaction = instance.create_run_for_job(demo_defs.resolve_job_def(COMPACTION_JOB),
+    compaction = instance.create_run_for_job(project_defs.resolve_job_def(COMPACTION_JOB),
                                              run_config=compaction_run_config(target),
-                                             tags=compaction_tags(LOG_TABLE), status=dg.DagsterRunStatus.NOT_STARTED)
-    assert compaction.run_id in (pending_compaction(instance, LOG_TABLE) or "")
+                                             tags=compaction_tags(EVENTS_TABLE), status=dg.DagsterRunStatus.NOT_STARTED)
+    assert compaction.run_id in (pending_compaction(instance, EVENTS_TABLE) or "")
     assert queued.tags[COMPACTION_TAG] == compaction.tags[COMPACTION_TAG]
 
 
@@ -438,7 +443,7 @@ def test_retention_check_warns_once_expiry_is_overdue(run_job: JobRunner, events
     assert not later.passed and later.severity == dg.AssetCheckSeverity.WARN
     assert later.metadata["overdue_snapshots"] == COMMITS - 3
     assert later.metadata["snapshots_retained"] == COMMITS
-    assert names.expire_schedule("logs.events") in later.description
+    assert names.expire_schedule(EVENTS_TABLE) in later.description
 
     run(run_job, EXPIRE_JOB, expire_run_config(target, older_than="now"))
     assert retention_outcome(table, target, at_ms=now + 3 * HOUR_MS).passed
@@ -467,7 +472,7 @@ def test_retention_check_warns_above_num_retained_max(events: pc.Table, target: 
 
 
 def test_orphan_check_warns_about_orphans_the_last_run_should_have_deleted(
-        demo_defs: dg.Definitions, instance: dg.DagsterInstance, run_job: JobRunner, events: pc.Table,
+        project_defs: dg.Definitions, instance: dg.DagsterInstance, run_job: JobRunner, events: pc.Table,
         target: TableTarget) -> None:
     plant(events, "data-crashed-writer-3.parquet", age_s=30 * HOUR_MS / 1000)  # within the window still
     assert orphans_outcome(events, target).passed
@@ -478,15 +483,15 @@ def test_orphan_check_warns_about_orphans_the_last_run_should_have_deleted(
     assert not outcome.passed and outcome.severity == dg.AssetCheckSeverity.WARN
     assert (outcome.metadata["orphan_files"], outcome.metadata["orphan_bytes"]) == (1, 1000)
     assert old.name in outcome.metadata["orphans"].value
-    assert names.orphans_schedule("logs.events") in outcome.description
+    assert names.orphans_schedule(EVENTS_TABLE) in outcome.description
     # The check on the asset says the same; after the cleanup job it passes.
-    assert not execute_check(demo_defs, instance, ORPHANS_CHECK).passed
+    assert not execute_check(project_defs, instance, ORPHANS_CHECK).passed
     result = run(run_job, ORPHANS_JOB, orphans_run_config(target))
     assert checks(result)[ORPHANS_CHECK].passed and not old.exists()
-    assert execute_check(demo_defs, instance, ORPHANS_CHECK).passed
+    assert execute_check(project_defs, instance, ORPHANS_CHECK).passed
 
 
-def test_checks_run_with_the_asset(demo_defs: dg.Definitions, instance: dg.DagsterInstance,
+def test_checks_run_with_the_asset(project_defs: dg.Definitions, instance: dg.DagsterInstance,
                                    materialize_day: Any) -> None:
     result = materialize_day(DAY)
 
@@ -496,24 +501,24 @@ def test_checks_run_with_the_asset(demo_defs: dg.Definitions, instance: dg.Dagst
     # The orphan check lists every directory of the table, so the ingestion job leaves it out
     # (the cleanup job records it); run on its own it passes.
     assert ORPHANS_CHECK not in evaluated
-    assert execute_check(demo_defs, instance, ORPHANS_CHECK).passed
+    assert execute_check(project_defs, instance, ORPHANS_CHECK).passed
 
 
-def test_writes_with_every_check_repeat_the_orphan_checks_last_verdict(demo_defs: dg.Definitions,
+def test_writes_with_every_check_repeat_the_orphan_checks_last_verdict(project_defs: dg.Definitions,
                                                                      instance: dg.DagsterInstance,
                                                                      events: pc.Table) -> None:
     """Materializing from the asset page selects every check; the orphan check then repeats what
     was last found instead of listing the table's directories after each write."""
-    page = demo_defs.resolve_implicit_global_asset_job_def()
+    page = project_defs.resolve_implicit_global_asset_job_def()
 
     def write_with_every_check() -> dg.AssetCheckEvaluation:
-        result = page.execute_in_process(instance=instance, partition_key=DAY, asset_selection=[LOG_EVENTS_KEY])
+        result = page.execute_in_process(instance=instance, partition_key=DAY, asset_selection=[EVENTS_KEY])
         return checks(result)[ORPHANS_CHECK]
 
     never = write_with_every_check()
     assert never.passed and never.metadata["evaluated"].value is False
     plant(events, "data-crashed-writer-5.parquet", age_s=4 * DAY_MS / 1000)
-    found = execute_check(demo_defs, instance, ORPHANS_CHECK)
+    found = execute_check(project_defs, instance, ORPHANS_CHECK)
     assert not found.passed
 
     repeated = write_with_every_check()

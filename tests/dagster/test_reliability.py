@@ -29,11 +29,10 @@ from typing import Any, Literal
 
 import dagster as dg
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pydantic
 import pytest
 import yaml
-from conftest import LOGS_JOB, ORDERS, ORDERS_JOB, ROWS, TOTALS_JOB, JobRunner, small_sources
+from conftest import EVENTS_JOB, ORDERS_JOB, ORDERS_PER_DAY, ROWS, TOTALS_JOB
 from dagster._core.definitions.dependency import NodeHandle
 from dagster._core.execution.job_execution_result import JobExecutionResult
 from dagster._core.remote_origin import InProcessCodeLocationOrigin
@@ -45,7 +44,6 @@ from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
 from dagster._core.workspace.context import WorkspaceProcessContext
 from dagster._core.workspace.load_target import InProcessWorkspaceLoadTarget
 from dagster._daemon.sensor import execute_sensor_iteration
-from test_changelog import demo_definitions, demo_spec, demo_specs
 
 import paimon_core as pc
 from paimon_core.commit import FileStoreCommit
@@ -58,11 +56,6 @@ from pipelines.compaction.jobs import (
     full_compaction_run_config,
 )
 from pipelines.definitions import REPO_ROOT
-from pipelines.demo.log_events import TABLE as LOG_TABLE
-from pipelines.demo.log_events import synthetic_batches
-from pipelines.demo.log_source import LogEventSource
-from pipelines.demo.order_source import OrderEventSource
-from pipelines.demo.orders import ORDERS_TABLE, REVENUE_TABLE, order_batches
 from pipelines.factory import paimon_definitions
 from pipelines.ingestion.asset import ensure_table
 from pipelines.maintenance.expiry import EXPIRE_JOB, expire_run_config
@@ -71,22 +64,35 @@ from pipelines.maintenance.runs import maintenance_tags
 from pipelines.target import TableTarget, declared_targets
 from resources import PaimonCatalogResource, commit_user_for, keys, write_partition
 from resources.writes import CHUNK_PROPERTY, FINAL_PROPERTY
+from tests.support.dagster_runs import JobRunner, orphans_now
+from tests.support.fixture_project import data
+from tests.support.fixture_project.definitions import python_definitions
+from tests.support.fixture_project.sources import resources as fixture_resources
+from tests.support.fixture_project.tables import (
+    EVENTS_KEY,
+    EVENTS_TABLE,
+    FAST_RETRY_DELAY_S,
+    ORDERS_KEY,
+    ORDERS_TABLE,
+    REVENUE_TABLE,
+    TOTALS_TABLE,
+    path,
+    specs,
+)
+from tests.support.fixture_project.tables import spec as declared_spec
 from tests.support.metadata_values import value_of
 
 DAY = "2024-01-03"
 # What dg.execute_in_process and dg.execute_job return.
 RunResult = dg.ExecuteInProcessResult | JobExecutionResult
-# Changes per commit of shop.orders in these tests: a day of about 1,100 changes lands as 5 commits.
+# Changes per commit of sales.orders in these tests: a day of about 1,100 changes lands as 5 commits.
 CHUNK = 250
-LOG_KEY = dg.AssetKey(["logs", "events"])
-ORDERS_KEY = dg.AssetKey(["shop", "orders"])
-LOG_SENSOR = names.compaction_sensor("logs.events")
-REVENUE_SENSOR = names.changes_sensor("shop.order_revenue_by_status")
-REVENUE_JOB = names.ingestion_job("shop.order_revenue_by_status")
-INGESTED = (LOG_TABLE, ORDERS_TABLE, "shop.user_order_totals", REVENUE_TABLE)
+LOG_SENSOR = names.compaction_sensor(EVENTS_TABLE)
+REVENUE_SENSOR = names.changes_sensor(REVENUE_TABLE)
+REVENUE_JOB = names.ingestion_job(REVENUE_TABLE)
+INGESTED = (EVENTS_TABLE, ORDERS_TABLE, TOTALS_TABLE, REVENUE_TABLE)
 SORT_EVENTS = [("ts", "ascending"), ("message", "ascending"), ("host", "ascending")]
 SORT_ORDERS = [("dt", "ascending"), ("order_id", "ascending")]
-FAST_RETRY_DELAY_S = 0.01
 
 
 class InjectedFault(ConnectionResetError):
@@ -98,15 +104,16 @@ class InjectedFault(ConnectionResetError):
 
 @pytest.fixture
 def fast_retries() -> float:
-    """The retry delay ``demo_specs`` gives every ingestion step (the YAML's is 5 s): the same
+    """The retry delay the fixture project's ``specs`` give every ingestion step (the YAML's is 5 s): the same
     retries, backoff and jitter, so the tests wait milliseconds per retry."""
     return FAST_RETRY_DELAY_S
 
 
 @pytest.fixture
-def demo_defs(warehouse: str, fast_retries: float) -> dg.Definitions:
-    """The demo's definitions on the test warehouse, fast step retries (replaces conftest's)."""
-    return demo_definitions(warehouse)
+def project_defs(warehouse: str, fast_retries: float) -> dg.Definitions:
+    """The project's tables declared in Python on the test warehouse, fast step retries (replaces
+    conftest's)."""
+    return python_definitions(warehouse)
 
 
 class CommitFault:
@@ -163,17 +170,11 @@ def checks_passed(result: RunResult) -> dict[str, bool]:
 
 
 def expected_events(day: str) -> pa.Table:
-    return pa.Table.from_batches(synthetic_batches(day, rows=ROWS, batch_size=500)).sort_by(SORT_EVENTS)
+    return pa.Table.from_batches(data.events(day, rows=ROWS, batch_size=500)).sort_by(SORT_EVENTS)
 
 
 def day_events(table: pc.Table, day: str, snapshot_id: int | None = None) -> pa.Table:
     return table.read(filter=[("dt", "=", day)], snapshot_id=snapshot_id).sort_by(SORT_EVENTS)
-
-
-def orphans_now(table: pc.Table) -> set[str]:
-    """Files of ``table`` that no snapshot references, however young (a dry run)."""
-    return set(table.remove_orphan_files(dry_run=True, older_than=int(time.time() * 1000) + 1_000,
-                                         force=True).orphans)
 
 
 def assert_snapshots_read(table: pc.Table) -> list[pc.Snapshot]:
@@ -190,24 +191,23 @@ def assert_snapshots_read(table: pc.Table) -> list[pc.Snapshot]:
 
 
 def chunked_orders_defs(warehouse: str, *, retries: int = 3) -> dg.Definitions:
-    """The demo's definitions with shop.orders committed every ``CHUNK`` changes."""
-    return demo_definitions(warehouse, commit_every_rows={ORDERS_TABLE: CHUNK}, retries={ORDERS_TABLE: retries})
+    """The project's definitions with sales.orders committed every ``CHUNK`` changes."""
+    return python_definitions(warehouse, commit_every_rows={ORDERS_TABLE: CHUNK}, retries={ORDERS_TABLE: retries})
 
 
 def reference_orders(warehouse: str, day: str = DAY) -> tuple[pa.Table, int]:
     """The day written once as the asset writes it, without Dagster or faults, in its own
     warehouse: its rows and commits."""
-    table = ensure_table(PaimonCatalogResource(warehouse=warehouse), demo_spec(ORDERS_TABLE))
-    source = small_sources()["order_source"]
-    assert isinstance(source, OrderEventSource)
-    written = write_partition(table, order_batches(source, day), mode="upsert", partition={"dt": day},
-                              commit_user="reference", commit_every_rows=CHUNK)
+    table = ensure_table(PaimonCatalogResource(warehouse=warehouse), declared_spec(ORDERS_TABLE))
+    changes = data.order_batches(day, orders=ORDERS_PER_DAY, batch_size=500)
+    written = write_partition(table, changes, mode="upsert", partition={"dt": day}, commit_user="reference",
+                              commit_every_rows=CHUNK)
     return table.read().sort_by(SORT_ORDERS), written.commits
 
 
 def orders_user(run: RunResult | str, day: str = DAY) -> str:
     run_id = run if isinstance(run, str) else run.run_id
-    return commit_user_for(run_id, "shop/orders", day)
+    return commit_user_for(run_id, path(ORDERS_TABLE), day)
 
 
 def files_under(root: Path) -> set[str]:
@@ -218,8 +218,8 @@ def files_under(root: Path) -> set[str]:
 
 
 def test_the_ingestion_steps_declare_their_specs_retry_policy(tmp_path: Path) -> None:
-    defs = paimon_definitions(demo_specs(retries={REVENUE_TABLE: 0}), warehouse=str(tmp_path / "unused"),
-                              resources=small_sources())
+    defs = paimon_definitions(specs(retries={REVENUE_TABLE: 0}), warehouse=str(tmp_path / "unused"),
+                              resources=fixture_resources())
     targets = declared_targets(defs)
     for table in INGESTED:
         key = targets[table].asset_key
@@ -228,7 +228,7 @@ def test_the_ingestion_steps_declare_their_specs_retry_policy(tmp_path: Path) ->
         assert policy.max_retries == (0 if table == REVENUE_TABLE else 3)  # the YAML's default, or the spec's
         assert policy.backoff == dg.Backoff.EXPONENTIAL
         assert policy.jitter == dg.Jitter.PLUS_MINUS
-        assert policy.delay == FAST_RETRY_DELAY_S  # demo_specs' (the YAML says 5 s)
+        assert policy.delay == FAST_RETRY_DELAY_S  # the tests' specs' (the YAML says 5 s)
         # The table's ingestion job takes the step's own policy.
         job = defs.resolve_job_def(names.ingestion_job(table))
         assert job.get_retry_policy_for_handle(NodeHandle.from_string("__".join(key.path))) == policy
@@ -236,29 +236,30 @@ def test_the_ingestion_steps_declare_their_specs_retry_policy(tmp_path: Path) ->
 
 
 def test_a_retry_after_a_failure_before_the_commit_commits_once(
-        monkeypatch: pytest.MonkeyPatch, materialize_day: Any, run_job: JobRunner, demo_defs: dg.Definitions,
+        monkeypatch: pytest.MonkeyPatch, materialize_day: Any, run_job: JobRunner, project_defs: dg.Definitions,
         catalog: PaimonCatalogResource) -> None:
-    fault = CommitFault(monkeypatch, table=LOG_TABLE, when="before")
+    fault = CommitFault(monkeypatch, table=EVENTS_TABLE, when="before")
 
     result = materialize_day(DAY)
 
     assert result.success
     types = event_types(result)
     assert dg.DagsterEventType.STEP_UP_FOR_RETRY in types
-    assert retried_steps(result) == ["logs__events"]
+    assert retried_steps(result) == ["__".join(EVENTS_KEY.path)]
     assert fault.calls == 2  # the failed attempt, then the retry's commit
-    table = catalog.table(LOG_TABLE)
+    table = catalog.table(EVENTS_TABLE)
     [snapshot] = assert_snapshots_read(table)
-    assert (snapshot.commit_user, snapshot.commit_identifier) == (commit_user_for(result.run_id, "logs/events", DAY), 1)
+    user = commit_user_for(result.run_id, path(EVENTS_TABLE), DAY)
+    assert (snapshot.commit_user, snapshot.commit_identifier) == (user, 1)
     assert snapshot.commit_kind == "OVERWRITE"
     assert day_events(table, DAY).equals(expected_events(DAY))
     assert all(checks_passed(result).values()) and names.DATA_CHECK in checks_passed(result)
     # The failed attempt's data files are on disk, referenced by no snapshot, and reclaimable.
     assert fault.orphaned and all(Path(p).exists() for p in fault.orphaned)
     assert orphans_now(table) == set(fault.orphaned)
-    target = declared_targets(demo_defs)[LOG_TABLE]
+    target = declared_targets(project_defs)[EVENTS_TABLE]
     cleanup = run_job(ORPHANS_JOB, run_config=orphans_run_config(target, older_than="now", force=True),
-                      tags=maintenance_tags(LOG_TABLE))
+                      tags=maintenance_tags(EVENTS_TABLE))
     assert set(cleanup.output_for_node("remove_orphan_files").orphans) == set(fault.orphaned)
     assert not any(Path(p).exists() for p in fault.orphaned)
     assert day_events(table, DAY).equals(expected_events(DAY))
@@ -274,17 +275,17 @@ def test_a_retry_after_a_failure_before_the_commit_commits_once(
 
 def test_a_retry_after_the_commit_landed_finds_it_and_commits_nothing(
         monkeypatch: pytest.MonkeyPatch, materialize_day: Any, catalog: PaimonCatalogResource) -> None:
-    fault = CommitFault(monkeypatch, table=LOG_TABLE, when="after")
+    fault = CommitFault(monkeypatch, table=EVENTS_TABLE, when="after")
 
     result = materialize_day(DAY)
 
     assert result.success
-    assert retried_steps(result) == ["logs__events"]
+    assert retried_steps(result) == ["__".join(EVENTS_KEY.path)]
     assert fault.calls == 1  # the retry found the landed commit and never reached the commit path
-    table = catalog.table(LOG_TABLE)
+    table = catalog.table(EVENTS_TABLE)
     [snapshot] = assert_snapshots_read(table)
     assert fault.landed == [snapshot.id]
-    assert snapshot.commit_user == commit_user_for(result.run_id, "logs/events", DAY)  # a step retry keeps the run
+    assert snapshot.commit_user == commit_user_for(result.run_id, path(EVENTS_TABLE), DAY)  # a step retry keeps the run
     metadata = metadata_of(result)
     assert metadata[keys.INGEST_SNAPSHOT_ID] == snapshot.id
     assert metadata[keys.INGEST_REUSED_COMMIT] is True
@@ -313,7 +314,7 @@ def test_a_retried_chunked_write_resumes_after_its_landed_chunks(
     result = runner(ORDERS_JOB, DAY)
 
     assert result.success
-    assert retried_steps(result) == ["shop__orders"]
+    assert retried_steps(result) == ["__".join(ORDERS_KEY.path)]
     # "before": chunk 3 failed unpublished and was committed by the retry; "after": it landed
     # and the retry went on with chunk 4.
     assert fault.calls == (chunks + 1 if when == "before" else chunks)
@@ -332,7 +333,7 @@ def test_a_retried_chunked_write_resumes_after_its_landed_chunks(
     assert orphans_now(table) == set(fault.orphaned)
     assert all(checks_passed(result).values())
     totals = runner(TOTALS_JOB, DAY)
-    assert totals.success and len(defs.resources["paimon_catalog"].table("shop.user_order_totals").snapshots()) == 1
+    assert totals.success and len(defs.resources["paimon_catalog"].table(TOTALS_TABLE).snapshots()) == 1
 
     # A full re-run (another run id) applies the same changes again: the same orders.
     again = runner(ORDERS_JOB, DAY)
@@ -348,17 +349,17 @@ REEXECUTION_ENV = "PAIMON_RELIABILITY_REEXECUTION_WAREHOUSE"
 
 
 def reexecution_job(table: str) -> Any:
-    """The ingestion job of ``table`` without step retries (a failure fails the run), shop.orders
+    """The ingestion job of ``table`` without step retries (a failure fails the run), sales.orders
     chunked: reconstructable (``dg.execute_job``) on the warehouse in ``$REEXECUTION_ENV``."""
-    defs = demo_definitions(os.environ[REEXECUTION_ENV], commit_every_rows={ORDERS_TABLE: CHUNK},
-                            retries={LOG_TABLE: 0, ORDERS_TABLE: 0})
+    defs = python_definitions(os.environ[REEXECUTION_ENV], commit_every_rows={ORDERS_TABLE: CHUNK},
+                            retries={EVENTS_TABLE: 0, ORDERS_TABLE: 0})
     return defs.resolve_job_def(names.ingestion_job(table))
 
 
-@pytest.mark.parametrize("table", [LOG_TABLE, ORDERS_TABLE])
+@pytest.mark.parametrize("table", [EVENTS_TABLE, ORDERS_TABLE])
 def test_a_reexecution_from_failure_finds_the_landed_commit(
         table: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, instance: dg.DagsterInstance) -> None:
-    """A step that died after its commit (the last of a single write; the third of shop.orders'
+    """A step that died after its commit (the last of a single write; the third of sales.orders'
     five chunks) failed its run; re-executed from failure, the new run (same root) finds what
     landed and writes only the rest."""
     warehouse = str(tmp_path / "warehouse")
@@ -383,7 +384,7 @@ def test_a_reexecution_from_failure_finds_the_landed_commit(
         metadata = metadata_of(again)
     assert fault.calls == (5 if chunked else 1)  # the re-execution never commits what landed again
     snapshots = assert_snapshots_read(paimon)
-    user = commit_user_for(failed.run_id, "/".join(["shop", "orders"] if chunked else ["logs", "events"]), DAY)
+    user = commit_user_for(failed.run_id, path(table), DAY)
     assert {s.commit_user for s in snapshots} == {user}  # the root run's user, not the re-execution's
     assert metadata[keys.INGEST_REUSED_COMMIT] is True
     if chunked:
@@ -397,51 +398,13 @@ def test_a_reexecution_from_failure_finds_the_landed_commit(
     assert instance.get_materialized_partitions(dg.AssetKey(table.split("."))) == {DAY}
 
 
-# ---- bad input --------------------------------------------------------------------------------
-
-
-def landing_with(root: Path, landed: str) -> LogEventSource:
-    """A landing folder holding ``landed`` for DAY: nothing, a file whose latency_ms column does not
-    cast to the table's DOUBLE, or a file named .parquet that is not Parquet."""
-    root.mkdir()
-    day = pa.Table.from_batches(synthetic_batches(DAY, rows=50, batch_size=50))
-    if landed == "wrong type":
-        index = day.schema.get_field_index("latency_ms")
-        pq.write_table(day.set_column(index, "latency_ms", pa.array(["slow"] * 50)), root / f"{DAY}.parquet")
-    elif landed == "not parquet":
-        (root / f"{DAY}.parquet").write_bytes(b"ts,level\n2024-01-03,INFO\n")
-    return LogEventSource(mode="landing", landing_dir=str(root))
-
-
-@pytest.mark.parametrize(("landed", "message"), [
-    ("nothing", f"logs.events: no Parquet or JSON-lines files for {DAY}"),
-    ("wrong type", "column 'latency_ms' of"),
-    ("not parquet", "Parquet magic bytes not found"),
-])
-def test_bad_landing_input_fails_at_once_without_retries_and_commits_nothing(
-        landed: str, message: str, fast_retries: float, warehouse: str, tmp_path: Path,
-        instance: dg.DagsterInstance) -> None:
-    defs = demo_definitions(warehouse, sources={"log_source": landing_with(tmp_path / "landing", landed)})
-
-    result = JobRunner(defs, instance)(LOGS_JOB, DAY, raise_on_error=False)
-
-    assert not result.success
-    assert dg.DagsterEventType.STEP_UP_FOR_RETRY not in event_types(result)
-    [failure] = [e for e in result.all_events if e.is_step_failure]
-    assert failure.step_key == "logs__events"
-    assert message in str(failure.step_failure_data.error)
-    table = defs.resources["paimon_catalog"].table(LOG_TABLE)
-    assert table.snapshots() == []
-    assert orphans_now(table) == set()
-
-
 # ---- 2. concurrent backfills of one partition -----------------------------------------------------
 
 # One run of a partition in its own process, against the shared instance ($DAGSTER_HOME). Its
 # first attempt to publish a snapshot of the table waits until every racer is about to publish
 # its own: all built on the same latest snapshot, so they race for the same snapshot id and all
-# but one lose and retry on top of the winner. The racer reports its lost attempts. The demo's
-# tables are read from its YAML by the component's own models, shop.orders chunked.
+# but one lose and retry on top of the winner. The racer reports its lost attempts. The fixture
+# project's tables are read from its YAML by the component's own models, sales.orders chunked.
 RACER = r'''
 import json, sys, time
 from pathlib import Path
@@ -474,29 +437,17 @@ def _publish(self, snapshot):
 
 _Attempt._publish = _publish
 
-from pipelines.component import table_spec
-from pipelines.demo.log_source import LogEventSource
-from pipelines.demo.order_source import OrderEventSource
-from pipelines.factory import paimon_definitions
-from pipelines.spec.parts import Ingestion
+from tests.support.fixture_project.definitions import python_definitions
+from tests.support.fixture_project.sources import EventSource, OrderSource
 
-specs = []
-for raw in yaml.safe_load(Path(spec["tables"]).read_text())["attributes"]["tables"]:
-    table = table_spec(raw)
-    if table.table == "shop.orders":
-        base = table.ingestion
-        table = table.with_options(ingestion=Ingestion(**{**{f: getattr(base, f) for f in base.__dataclass_fields__},
-                                                          "commit_every_rows": spec["chunk"]}))
-    specs.append(table)
-defs = paimon_definitions(specs, warehouse=spec["warehouse"], resources={
-    "log_source": LogEventSource(rows_per_partition=spec["rows"], batch_size=500),
-    "order_source": OrderEventSource(orders_per_partition=spec["orders"], batch_size=500)})
+defs = python_definitions(spec["warehouse"], commit_every_rows={spec["chunked"]: spec["chunk"]}, sources={
+    "event_source": EventSource(rows_per_partition=spec["rows"], batch_size=500),
+    "order_source": OrderSource(orders_per_partition=spec["orders"], batch_size=500)})
 instance = dg.DagsterInstance.get()
 result = defs.resolve_job_def(spec["job"]).execute_in_process(partition_key=spec["day"], instance=instance,
                                                                raise_on_error=False)
 print(json.dumps({"run_id": result.run_id, "success": result.success, "lost": published.count(False)}))
 '''
-DEMO_TABLES = REPO_ROOT / "pipelines" / "demo" / "defs" / "tables" / "defs.yaml"
 
 
 @pytest.fixture
@@ -530,8 +481,8 @@ def race(tmp_path: Path, home: Path, *, job: str, table: str, warehouse: str, ra
     processes = []
     for index in range(racers):
         spec = {"name": str(index), "racers": racers, "barrier": str(barrier), "job": job, "table": table,
-                "warehouse": warehouse, "day": DAY, "rows": ROWS, "orders": ORDERS, "chunk": CHUNK,
-                "tables": str(DEMO_TABLES)}
+                "warehouse": warehouse, "day": DAY, "rows": ROWS, "orders": ORDERS_PER_DAY, "chunk": CHUNK,
+                "chunked": ORDERS_TABLE}
         processes.append(subprocess.Popen([sys.executable, str(script), json.dumps(spec)], cwd=REPO_ROOT, env=env,
                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE))
     outcomes, lost = [], 0
@@ -555,21 +506,22 @@ def race(tmp_path: Path, home: Path, *, job: str, table: str, warehouse: str, ra
 def test_two_concurrent_backfills_of_a_day_leave_one_copy(tmp_path: Path, dagster_home: Path) -> None:
     warehouse = str(tmp_path / "warehouse")
 
-    run_ids = race(tmp_path, dagster_home, job=LOGS_JOB, table=LOG_TABLE, warehouse=warehouse)
+    run_ids = race(tmp_path, dagster_home, job=EVENTS_JOB, table=EVENTS_TABLE, warehouse=warehouse)
 
     instance = dg.DagsterInstance.from_config(str(dagster_home))
     try:
         runs = [instance.get_run_by_id(run_id) for run_id in run_ids]
         assert len(set(run_ids)) == 2
         assert all(run is not None and run.status == dg.DagsterRunStatus.SUCCESS for run in runs)
-        assert instance.get_materialized_partitions(LOG_KEY) == {DAY}
+        assert instance.get_materialized_partitions(EVENTS_KEY) == {DAY}
     finally:
         instance.dispose()
-    table = PaimonCatalogResource(warehouse=warehouse).table(LOG_TABLE)
+    table = PaimonCatalogResource(warehouse=warehouse).table(EVENTS_TABLE)
     snapshots = assert_snapshots_read(table)
     # Both overwrote the day, one after the other: each snapshot holds the day exactly once.
     assert [s.commit_kind for s in snapshots] == ["OVERWRITE", "OVERWRITE"]
-    assert {s.commit_user for s in snapshots} == {commit_user_for(run_id, "logs/events", DAY) for run_id in run_ids}
+    users = {commit_user_for(run_id, path(EVENTS_TABLE), DAY) for run_id in run_ids}
+    assert {s.commit_user for s in snapshots} == users
     for snapshot in snapshots:
         assert day_events(table, DAY, snapshot.id).equals(expected_events(DAY))
     assert day_events(table, DAY).equals(expected_events(DAY))
@@ -601,7 +553,7 @@ def test_two_concurrent_backfills_of_an_orders_day_leave_the_same_orders(tmp_pat
 SENSOR_DEFS = """
 import os
 
-from pipelines.definitions import load
+from tests.support.fixture_project.definitions import load
 
 defs = load(os.environ["{env}"])
 """
@@ -687,12 +639,12 @@ def assert_one_run_per_key(daemon: SensorDaemon, name: str, run_key: str, *, cur
 
 def test_the_compaction_sensor_launches_one_run_per_table_state(sensor_daemon: SensorDaemon,
                                                                 catalog: PaimonCatalogResource,
-                                                                demo_defs: dg.Definitions) -> None:
-    events = ensure_table(catalog, demo_spec(LOG_TABLE))
-    day = pa.Table.from_batches(synthetic_batches(DAY, rows=2_500, batch_size=500))
+                                                                project_defs: dg.Definitions) -> None:
+    events = ensure_table(catalog, declared_spec(EVENTS_TABLE))
+    day = pa.Table.from_batches(data.events(DAY, rows=2_500, batch_size=500))
     for part in range(5):  # five small files in one bucket: the compaction trigger
         events.write(day.slice(part * 500, 500))
-    run_key = f"{LOG_TABLE}@5"
+    run_key = f"{EVENTS_TABLE}@5"
 
     sensor_daemon.tick()
 
@@ -700,7 +652,7 @@ def test_the_compaction_sensor_launches_one_run_per_table_state(sensor_daemon: S
     assert tick.status == TickStatus.SUCCESS and tick.run_keys == [run_key]
     [run] = sensor_daemon.runs_with_key(run_key)
     assert run.job_name == COMPACTION_JOB and run.status == dg.DagsterRunStatus.QUEUED
-    target = declared_targets(demo_defs)[LOG_TABLE]
+    target = declared_targets(project_defs)[EVENTS_TABLE]
     assert run.run_config == compaction_run_config(target, partitions=[f"dt={DAY}"])
     assert_one_run_per_key(sensor_daemon, LOG_SENSOR, run_key, cursor="5",
                            sensor_guard=f"compaction run {run.run_id} is queued")
@@ -710,11 +662,11 @@ def test_the_compaction_sensor_launches_one_run_per_table_state(sensor_daemon: S
 def test_the_revenue_sensor_launches_one_run_per_orders_state(sensor_daemon: SensorDaemon,
                                                               materialize_orders: Any,
                                                               catalog: PaimonCatalogResource,
-                                                              demo_defs: dg.Definitions) -> None:
+                                                              project_defs: dg.Definitions) -> None:
     orders_run, totals_run = materialize_orders(DAY)
     assert orders_run.success and totals_run is not None and totals_run.success
     orders = catalog.table(ORDERS_TABLE)
-    orders.compact(full=True)  # full compaction: shop.orders' changelog, what the consumer reads
+    orders.compact(full=True)  # full compaction: sales.orders' changelog, what the consumer reads
     latest = orders.latest_snapshot()
     assert latest is not None
     run_key = f"{REVENUE_TABLE}@{latest.id}"
@@ -727,7 +679,7 @@ def test_the_revenue_sensor_launches_one_run_per_orders_state(sensor_daemon: Sen
     assert_one_run_per_key(sensor_daemon, REVENUE_SENSOR, run_key, cursor=str(latest.id),
                            sensor_guard=f"run {run.run_id} of {REVENUE_JOB} is queued")
     # Evaluated directly twice from the same starting cursor, the request is the same.
-    sensor = demo_defs.resolve_sensor_def(REVENUE_SENSOR)
+    sensor = project_defs.resolve_sensor_def(REVENUE_SENSOR)
     ticks = [sensor.evaluate_tick(dg.build_sensor_context(instance=dg.DagsterInstance.ephemeral(), cursor=None,
                                                           resources={"paimon_catalog": catalog}))
              for _ in range(2)]
@@ -758,8 +710,8 @@ def test_a_bad_warehouse_is_refused_when_the_resource_is_built(
 
 
 def definitions_on(catalog: PaimonCatalogResource) -> dg.Definitions:
-    """The demo's tables on a catalog resource of the test's own (small sources)."""
-    return paimon_definitions(demo_specs(), catalog=catalog, resources=small_sources())
+    """The project's tables on a catalog resource of the test's own."""
+    return python_definitions(catalog=catalog)
 
 
 def test_a_bad_warehouse_from_an_env_var_fails_the_run_before_anything_is_written(
@@ -769,7 +721,7 @@ def test_a_bad_warehouse_from_an_env_var_fails_the_run_before_anything_is_writte
     defs = definitions_on(PaimonCatalogResource(warehouse=dg.EnvVar("PAIMON_RELIABILITY_BAD_WAREHOUSE")))
 
     with pytest.raises(dg.DagsterResourceFunctionError) as raised:
-        JobRunner(defs, instance)(LOGS_JOB, DAY)
+        JobRunner(defs, instance)(EVENTS_JOB, DAY)
 
     assert "warehouse is empty" in str(raised.value.__cause__)
     assert files_under(tmp_path) == set()
@@ -791,33 +743,33 @@ def test_an_unset_env_var_in_storage_options_names_the_variable(instance: dg.Dag
 
     with pytest.raises(dg.DagsterInvalidConfigError,
                        match='environment variable "PAIMON_RELIABILITY_UNSET" which is not set'):
-        JobRunner(defs, instance)(LOGS_JOB, DAY)
+        JobRunner(defs, instance)(EVENTS_JOB, DAY)
 
     assert not Path(warehouse).exists()
 
 
 @pytest.mark.parametrize("day", ["2024-13-45", "2024/01/03", "yesterday"])
 def test_a_partition_key_that_is_not_a_day_is_refused_before_the_run(
-        day: str, demo_defs: dg.Definitions, resources: dict[str, Any], instance: dg.DagsterInstance,
+        day: str, project_defs: dg.Definitions, resources: dict[str, Any], instance: dg.DagsterInstance,
         warehouse: str) -> None:
     with pytest.raises(dg.DagsterUnknownPartitionError, match=f"key `{day}`"):
-        dg.materialize([demo_defs.resolve_assets_def(LOG_KEY)], partition_key=day,
+        dg.materialize([project_defs.resolve_assets_def(EVENTS_KEY)], partition_key=day,
                        instance=instance)
     with pytest.raises(dg.DagsterUnknownPartitionError, match=f"key `{day}`"):
-        demo_defs.resolve_job_def(LOGS_JOB).execute_in_process(partition_key=day, instance=instance)
+        project_defs.resolve_job_def(EVENTS_JOB).execute_in_process(partition_key=day, instance=instance)
 
     assert not Path(warehouse).exists()
     assert instance.get_runs() == []  # refused before a run was created
 
 
 @pytest.mark.parametrize(("job", "table"), [
-    (COMPACTION_JOB, "logs.nope"),
-    (FULL_COMPACTION_JOB, "logs.nope"),
+    (COMPACTION_JOB, "app.nope"),
+    (FULL_COMPACTION_JOB, "app.nope"),
     (COMPACTION_JOB, "nodb.events"),
 ])
 def test_a_compaction_of_a_table_that_does_not_exist_fails_and_writes_nothing(
         job: str, table: str, materialize_day: Any, run_job: JobRunner, warehouse: str) -> None:
-    materialize_day(DAY)  # the warehouse and logs.events exist
+    materialize_day(DAY)  # the warehouse and app.events exist
     before = files_under(Path(warehouse))
     target = TableTarget(table, dg.AssetKey(table.split(".")))
     run_config = (compaction_run_config(target) if job == COMPACTION_JOB else full_compaction_run_config(target))
@@ -834,21 +786,21 @@ def test_a_compaction_of_a_table_that_does_not_exist_fails_and_writes_nothing(
 
 @pytest.mark.parametrize(("override", "value"), [("retain_min", -1), ("retain_max", 0), ("max_deletes", -5)])
 def test_an_expiry_with_negative_retention_is_refused_and_expires_nothing(
-        override: str, value: int, materialize_day: Any, run_job: JobRunner, demo_defs: dg.Definitions,
+        override: str, value: int, materialize_day: Any, run_job: JobRunner, project_defs: dg.Definitions,
         catalog: PaimonCatalogResource, warehouse: str) -> None:
     materialize_day(DAY)
     materialize_day(DAY)
     before = files_under(Path(warehouse))
 
-    run_config = expire_run_config(declared_targets(demo_defs)[LOG_TABLE], older_than="now")
+    run_config = expire_run_config(declared_targets(project_defs)[EVENTS_TABLE], older_than="now")
     run_config["ops"]["expire_snapshots"]["config"][override] = value
 
     with pytest.raises(pydantic.ValidationError, match="greater than or equal to 1") as raised:
-        run_job(EXPIRE_JOB, run_config=run_config, tags=maintenance_tags(LOG_TABLE))
+        run_job(EXPIRE_JOB, run_config=run_config, tags=maintenance_tags(EVENTS_TABLE))
 
     assert raised.value.errors()[0]["loc"] == (override,)
     assert files_under(Path(warehouse)) == before
-    assert len(catalog.table(LOG_TABLE).snapshots()) == 2
+    assert len(catalog.table(EVENTS_TABLE).snapshots()) == 2
 
 
 # ---- 5. secrets as EnvVar storage options ---------------------------------------------------------

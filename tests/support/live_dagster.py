@@ -1,7 +1,8 @@
 """A real Dagster deployment for tests: ``dagster-webserver`` + ``dagster-daemon`` on 127.0.0.1.
 
-Both load the project's ``workspace.yaml`` with a temporary ``DAGSTER_HOME`` (the project's
-``dagster_home/dagster.yaml``, optionally with overrides) and a temporary warehouse. Each process
+Both load a workspace (the project's ``workspace.yaml`` unless told another) with a temporary
+``DAGSTER_HOME`` (the project's ``dagster_home/dagster.yaml``, optionally with overrides) and a
+temporary warehouse. Each process
 starts in its own process group (the code servers and run workers they spawn join it), and
 ``stop`` signals the whole group, then kills what is left, so nothing outlives the test.
 
@@ -23,6 +24,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,17 @@ from pipelines.definitions import REPO_ROOT, WAREHOUSE_ENV
 TEMPLATE = REPO_ROOT / "dagster_home" / "dagster.yaml"
 LOCATION = "paimon"
 REPOSITORY = "__repository__"
+
+
+@dataclass(frozen=True)
+class CodeLocation:
+    """A workspace file and the name of the one code location it loads."""
+
+    workspace: Path
+    name: str
+
+
+PROJECT = CodeLocation(REPO_ROOT / "workspace.yaml", LOCATION)
 FINISHED = {"SUCCESS", "FAILURE", "CANCELED"}
 # Seconds to wait for the webserver, the code location and the daemon to come up.
 START_TIMEOUT_S = 300.0
@@ -50,11 +63,12 @@ def free_port() -> int:
 
 
 class LiveDagster:
-    """A webserver and a daemon serving the project's code location from a temp instance."""
+    """A webserver and a daemon serving a code location (the project's) from a temp instance."""
 
     def __init__(self, root: Path, *, warehouse: str, env: Mapping[str, str] | None = None,
-                 instance_overrides: Mapping[str, Any] | None = None) -> None:
+                 instance_overrides: Mapping[str, Any] | None = None, location: CodeLocation = PROJECT) -> None:
         self.root = root
+        self.location = location
         self.home = root / "dagster_home"
         self.warehouse = warehouse
         self.port = free_port()
@@ -72,9 +86,10 @@ class LiveDagster:
         (self.home / "dagster.yaml").write_text(yaml.safe_dump(self.config))
         self._create_storage()
         bin_dir = Path(sys.executable).parent
-        self._spawn("webserver", [str(bin_dir / "dagster-webserver"), "-w", "workspace.yaml",
+        workspace = str(self.location.workspace)
+        self._spawn("webserver", [str(bin_dir / "dagster-webserver"), "-w", workspace,
                                   "-h", "127.0.0.1", "-p", str(self.port)])
-        self._spawn("daemon", [str(bin_dir / "dagster-daemon"), "run", "-w", "workspace.yaml"])
+        self._spawn("daemon", [str(bin_dir / "dagster-daemon"), "run", "-w", workspace])
         self.wait_ready(timeout)
 
     def _create_storage(self) -> None:
@@ -150,7 +165,7 @@ class LiveDagster:
         data = self.graphql("{ workspaceOrError { ... on Workspace { locationEntries { name loadStatus "
                             "locationOrLoadError { __typename } } } } }")
         entries = data["workspaceOrError"]["locationEntries"]
-        return any(e["name"] == LOCATION and e["loadStatus"] == "LOADED"
+        return any(e["name"] == self.location.name and e["loadStatus"] == "LOADED"
                    and e["locationOrLoadError"]["__typename"] == "RepositoryLocation" for e in entries)
 
     def _sensor_daemon_healthy(self) -> bool:
@@ -248,7 +263,7 @@ class LiveDagster:
                                                               error { message } } } }
                 ... on PythonError { message }
               }
-            }""", {"selector": {"repositoryName": REPOSITORY, "repositoryLocationName": LOCATION,
+            }""", {"selector": {"repositoryName": REPOSITORY, "repositoryLocationName": self.location.name,
                                 "sensorName": name}, "limit": ticks})
         result = data["sensorOrError"]
         if result["__typename"] != "Sensor":
@@ -282,9 +297,11 @@ class LiveDagster:
 
 @contextlib.contextmanager
 def live_dagster(root: Path, *, warehouse: str, env: Mapping[str, str] | None = None,
-                 instance_overrides: Mapping[str, Any] | None = None) -> Iterator[LiveDagster]:
+                 instance_overrides: Mapping[str, Any] | None = None,
+                 location: CodeLocation = PROJECT) -> Iterator[LiveDagster]:
     """Start the deployment, yield it, always stop it (also when starting failed half way)."""
-    deployment = LiveDagster(root, warehouse=warehouse, env=env, instance_overrides=instance_overrides)
+    deployment = LiveDagster(root, warehouse=warehouse, env=env, instance_overrides=instance_overrides,
+                             location=location)
     try:
         deployment.start()
         yield deployment

@@ -41,7 +41,7 @@ from pipelines.demo.orders import (
 from pipelines.factory import paimon_definitions
 from resources import commit_user_for, keys, write_partition
 from resources.keys import TABLE_TAG
-from tests.dagster.conftest import ORDERS_JOB, TOTALS_JOB, JobRunner, small_sources
+from tests.demo.conftest import ORDERS_JOB, TOTALS_JOB, JobRunner, small_sources
 from tests.support.cdc_truth import replay
 from tests.support.metadata_values import value_of
 

@@ -1,0 +1,1 @@
+"""The fixture project's definitions folder (loaded as ``dg`` loads a project's ``defs``)."""
