@@ -10,7 +10,8 @@ Variants, in one run: in-process (one process, its threads on both cores), the m
 executor with 1 and 2 concurrent steps, and the Dask executor on a LocalCluster with 1 and 2
 worker processes on 127.0.0.1, each worker pinned to its own core (one thread: the 1-vs-2 workers
 figure). The executors under test start the processes, so this suite runs its jobs from the
-driver; the jobs' steps report their own peak RSS.
+driver; the jobs' steps report their own peak RSS. Then what one core does on one partition
+(``core_rates``): the rates the README's 1 TB/day model is built on.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import paimon_core as pc
 from benchmarks.harness.report import markdown
 from benchmarks.harness.runner import REPO, wait_quiet
 from benchmarks.harness.suite import Result, SuiteRun
+from benchmarks.suites import core_rates
 from pipelines import names
 from pipelines.compaction.jobs import compaction_tags, full_compaction_run_config
 from pipelines.factory import paimon_definitions
@@ -241,10 +243,28 @@ def run(run: SuiteRun) -> Result:
     rows = [[r["variant"], str(r["backfill_s"]), str(r["backfill_speedup_vs_x1"] or "-"), str(r["compaction_s"]),
              str(r["speedup_vs_x1"] or "-"), f"{r['commit_s']} ({r['commit_share']:.1%})", str(r["steps"]),
              f"{r['peak_rss_mib_write']} / {r['peak_rss_mib_compaction']}"] for r in results]
+    wait_quiet(args.quiet_wait)
+    rates = core_rates.measure(landing, days[0], root / "rates",
+                               commit_files=core_rates.QUICK_COMMIT_FILES if args.quick else core_rates.COMMIT_FILES)
     run.meta.update(rows=args.rows, days=days, variants=args.variants)
     title = (f"Scale-out benchmark: {args.rows:,} rows, {len(days)} partitions x 4 buckets; compaction: 4 level-0 "
              "runs per bucket, a step per partition, one commit")
-    return Result(title, markdown(header, rows), {"rows": args.rows, "results": results})
+    return Result(title, markdown(header, rows) + "\n\n" + rates_report(rates),
+                  {"rows": args.rows, "results": results, "per_core": rates})
+
+
+def rates_report(rates: dict[str, Any]) -> str:
+    """The per-core rates as two small tables."""
+    work = markdown(("one core, one partition", "value"), [
+        ["rows (Arrow bytes per row)", f"{rates['rows']:,} ({rates['bytes_per_row']} B)"],
+        ["primary-key write, 4 buckets, one commit", f"{rates['pk_write_mib_s']} MiB/s, "
+                                                     f"{rates['pk_write_rows_s']:,} rows/s"],
+        ["full compaction of 4 level-0 runs", f"{rates['full_compaction_rows_s']:,} input rows/s"],
+        ["Parquet decode", f"{rates['parquet_decode_mib_s']} MiB/s"]])
+    commits = markdown(("files committed", "commit s", "us per file", "message B per file", "manifest B per file"),
+                       [[str(c["files"]), str(c["commit_s"]), str(c["us_per_file"]), str(c["message_bytes_per_file"]),
+                         str(c["manifest_bytes_per_file"])] for c in rates["commits"]])
+    return work + "\n\n" + commits
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
