@@ -69,6 +69,10 @@ def _measure(landing: Path, day: str, work: Path, commit_files: tuple[int, ...])
     started = time.perf_counter()
     compacted.compact(full=True)
     compaction_s = time.perf_counter() - started
+    keys = len(set(rows.column("id").to_pylist()))
+    merged = (written.read(columns=["id"]).num_rows, compacted.read(columns=["id"]).num_rows)
+    if merged != (keys, keys):
+        raise AssertionError(f"{keys} keys written, the tables read {merged} rows")
 
     return {
         "rows": rows.num_rows, "arrow_mib": round(mib, 1), "bytes_per_row": round(rows.nbytes / rows.num_rows, 1),
@@ -94,6 +98,8 @@ def _commit(catalog: pc.Catalog, count: int) -> dict[str, Any]:
     started = time.perf_counter()
     table.commit(messages, commit_user="rates", commit_identifier=1)
     seconds = time.perf_counter() - started
+    if table.read().num_rows != 10 * count:
+        raise AssertionError(f"{count} writers of 10 rows committed, {table.read().num_rows} rows read")
     new = [p for p in set(manifests.glob("manifest-*")) - before if not p.name.startswith("manifest-list-")]
     return {"files": count, "commit_s": round(seconds, 4), "us_per_file": round(seconds / count * 1e6, 1),
             "message_bytes_per_file": round(sum(len(m) for m in messages) / count),
