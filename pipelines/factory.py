@@ -2,14 +2,14 @@
 
 For each ``PaimonTableSpec``: its asset (ingesting from the spec's function or landing
 location; or the user's own asset passed in ``assets``; or, with neither, an external asset of
-a table written elsewhere), its ingestion job, schedule and landing sensor, its compaction
-sensor, its maintenance schedules and its four checks. Shared by all tables: the compaction,
-full-compaction, expiry and orphan-cleanup jobs (run config names the table), and the
-``paimon_catalog`` / ``paimon_io_manager`` resources.
+a table written elsewhere), its ingestion job, schedule and landing sensor, its compaction and
+full-compaction jobs and sensor, its expiry and orphan-cleanup jobs and schedules, and its
+checks. Shared by the tables of a warehouse: the ``paimon_catalog`` / ``paimon_io_manager``
+resources.
 
-Two calls (for different tables) merge with ``dg.Definitions.merge``: the shared jobs are the
-same objects, and calls for the same warehouse get the same resource objects, which is what
-Dagster's merge asks of a resource key both sides define.
+Any number of calls and YAML components (for different tables) merge into one code location:
+every definition but the resources is a table's own, and calls for the same warehouse get the
+same resource objects, which is what Dagster's merge asks of a resource key both sides define.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import dagster as dg
 
 import paimon_core as pc
 from pipelines.compaction.checks import lsm_checks
-from pipelines.compaction.jobs import paimon_compaction_job, paimon_full_compaction_job
+from pipelines.compaction.jobs import compaction_jobs
 from pipelines.compaction.sensor import compaction_sensor
 from pipelines.errors import TableDefinitionError
 from pipelines.ingestion.asset import external_asset, ingestion_job, ingestion_schedule, table_asset
@@ -30,16 +30,14 @@ from pipelines.ingestion.data_checks import data_check
 from pipelines.ingestion.fanout import fanned_asset
 from pipelines.ingestion.landing_sensor import landing_sensor
 from pipelines.maintenance.checks import maintenance_checks
-from pipelines.maintenance.expiry import expire_schedule, paimon_expire_snapshots_job
-from pipelines.maintenance.orphans import orphans_schedule, paimon_remove_orphan_files_job
+from pipelines.maintenance.expiry import expire_job, expire_schedule
+from pipelines.maintenance.orphans import orphans_job, orphans_schedule
 from pipelines.spec.declaration import PaimonTableSpec, check_unique
 from pipelines.spec.parts import Ingestion
 from pipelines.target import TableTarget
 from resources import PaimonCatalogResource, PaimonTableIOManager
 from resources.keys import CATALOG_KEY, IO_MANAGER_KEY
 
-SHARED_JOBS = (paimon_compaction_job, paimon_full_compaction_job, paimon_expire_snapshots_job,
-               paimon_remove_orphan_files_job)
 # Resource objects per warehouse (and per catalog object), so that definitions built by several
 # calls for one warehouse merge: Dagster accepts a resource key on both sides only when it is
 # the very same object. Holds configuration only, never a table.
@@ -151,19 +149,27 @@ def paimon_definitions(specs: Sequence[PaimonTableSpec], *, warehouse: str | Non
                 sensors.append(changes_sensor(spec, job.name, interval_seconds=spec.ingestion.sensor_interval_seconds))
         target = spec.target()
         checks.extend(table_checks(spec, target))
+        # Every table's own compaction and maintenance jobs, whether or not a sensor or schedule
+        # launches them (the launchpad does, with the table's config and limit).
+        compaction = compaction_jobs(target)
+        maintenance = spec.maintenance
+        expiry = expire_job(target, retain_min=maintenance.retain_min, retain_max=maintenance.retain_max,
+                            max_deletes=maintenance.max_deletes)
+        cleanup = orphans_job(target)
+        jobs.extend([*compaction, expiry, cleanup])
         if spec.compaction.sensor:
-            sensors.append(compaction_sensor(target, interval_seconds=spec.compaction.interval_seconds,
+            sensors.append(compaction_sensor(target, compaction, interval_seconds=spec.compaction.interval_seconds,
                                              full_job=spec.compaction.job == "full",
                                              described_full=spec.full_compactions,
                                              full_every=spec.full_compaction_every))
-        maintenance = spec.maintenance
         if maintenance.expire_cron:
-            schedules.append(expire_schedule(target, cron=maintenance.expire_cron, retain_min=maintenance.retain_min,
-                                             retain_max=maintenance.retain_max, max_deletes=maintenance.max_deletes))
+            schedules.append(expire_schedule(target, expiry, cron=maintenance.expire_cron,
+                                             retain_min=maintenance.retain_min, retain_max=maintenance.retain_max,
+                                             max_deletes=maintenance.max_deletes))
         if maintenance.orphans_cron:
-            schedules.append(orphans_schedule(target, cron=maintenance.orphans_cron))
+            schedules.append(orphans_schedule(target, cleanup, cron=maintenance.orphans_cron))
     return dg.Definitions(
-        assets=[*built, *assets], asset_checks=checks, jobs=[*jobs, *(SHARED_JOBS if specs else ())],
+        assets=[*built, *assets], asset_checks=checks, jobs=jobs,
         schedules=schedules, sensors=sensors,
         resources={**paimon_resources_of(catalog), **(resources or {})},
         # Also the asset page's materializations (the implicit asset job): a partition write is

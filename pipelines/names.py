@@ -1,18 +1,13 @@
 """Every name the integration gives a Dagster definition, derived from the table in one place.
 
-A table ``db.t`` gets ``ingest_db_t_job``, ``land_db_t_sensor``, ``compact_db_t_sensor`` ...;
-the code location's shared jobs and the checks on every table's asset have fixed names. The
-builders, the demo, the tests and the benchmarks all call these functions, so a name is spelled
-once: renaming a definition here renames it everywhere that looks it up.
+A table ``db.t`` gets ``ingest_db_t_job``, ``compact_db_t_job``, ``land_db_t_sensor``,
+``compact_db_t_sensor`` ...; the checks on every table's asset have fixed names. Every job is a
+table's own, so any number of declarations (YAML components, Python calls) compose in one code
+location. The builders, the demo, the tests and the benchmarks all call these functions, so a
+name is spelled once: renaming a definition here renames it everywhere that looks it up.
 """
 
 from __future__ import annotations
-
-# The jobs every code location gets once, shared by all its tables (the run config names the table).
-COMPACTION_JOB = "paimon_compaction_job"
-FULL_COMPACTION_JOB = "paimon_full_compaction_job"
-EXPIRE_JOB = "paimon_expire_snapshots_job"
-ORPHANS_JOB = "paimon_remove_orphan_files_job"
 
 # The checks on a table's asset.
 DATA_CHECK = "partition_valid"
@@ -54,6 +49,26 @@ def changes_sensor(table: str) -> str:
 def compaction_sensor(table: str) -> str:
     """The sensor launching the compaction jobs on the table's level-0 threshold."""
     return f"compact_{suffix(table)}_sensor"
+
+
+def compaction_job(table: str) -> str:
+    """The job of the table's minor compactions (level 0 folded into the levels)."""
+    return f"compact_{suffix(table)}_job"
+
+
+def full_compaction_job(table: str) -> str:
+    """The job of the table's full compactions (and of its full-compaction changelog)."""
+    return f"full_compact_{suffix(table)}_job"
+
+
+def expire_job(table: str) -> str:
+    """The job expiring the table's snapshots."""
+    return f"expire_snapshots_{suffix(table)}_job"
+
+
+def orphans_job(table: str) -> str:
+    """The job removing the table's orphan files."""
+    return f"remove_orphan_files_{suffix(table)}_job"
 
 
 def expire_schedule(table: str) -> str:

@@ -23,7 +23,7 @@ from paimon_core.errors import DatabaseNotFoundError, InvalidNameError, TableNot
 from pipelines import names
 from pipelines.cron import DEFAULT_EXPIRE_CRON, DEFAULT_ORPHANS_CRON
 from resources import PaimonCatalogResource
-from resources.keys import TARGET_METADATA_KEY
+from resources.keys import COMPACTION_TAG, TARGET_METADATA_KEY
 from resources.partition_mapping import PartitionMapping
 
 # Seconds between two evaluations of a compaction sensor when the table's spec does not say
@@ -152,6 +152,16 @@ def declared_targets(definitions: dg.Definitions) -> dict[str, TableTarget]:
         if target is not None:
             found[target.table] = target
     return found
+
+
+def own_table(context: dg.OpExecutionContext, table: str) -> None:
+    """Refuse a run whose config names another table than its job's own (a table's compaction
+    and maintenance jobs carry it as their ``paimon/compaction`` tag): the run would escape that
+    table's limit of one at a time and the other table's too."""
+    own = context.job_def.tags.get(COMPACTION_TAG)
+    if own is not None and own != table:
+        raise dg.Failure(description=f"{context.job_def.name} works on {own}, but its run config names {table}; "
+                         f"use {table}'s own job", allow_retries=False)
 
 
 def existing_table(catalog: PaimonCatalogResource, table: str) -> pc.Table:

@@ -3,7 +3,7 @@
 The table: a primary-key table of 8 daily partitions x 4 buckets. The backfill writes the
 partitions through the table's Dagster ingestion job (landed Parquet files, ``workers`` write
 steps per partition, one commit each); the compaction input is the same rows written in four
-commits per partition (four level-0 runs per bucket), compacted by ``paimon_full_compaction_job``
+commits per partition (four level-0 runs per bucket), compacted by the table's full compaction job
 with a step per partition and one commit at the end. Each variant runs on a fresh copy.
 
 Variants, in one run: in-process (one process, its threads on both cores), the multiprocess
@@ -173,7 +173,7 @@ def variant(name: str, setup: Setup, *, executor: str | None, config: dict[str, 
     compact_wh = root / f"compact-{name}"
     shutil.copytree(base, compact_wh)
     settings = {**settings, "warehouse": str(compact_wh)}
-    wall, (durations, rss) = execute(names.FULL_COMPACTION_JOB, settings, instance,
+    wall, (durations, rss) = execute(names.full_compaction_job(TABLE), settings, instance,
                                      run_config=full_compaction_run_config(spec(settings).target()),
                                      tags=compaction_tags(TABLE))
     table = pc.Catalog(str(compact_wh)).get_table(TABLE)

@@ -1,21 +1,23 @@
-"""The dedicated compaction jobs of the write-only Paimon tables.
+"""The dedicated compaction jobs of the write-only Paimon tables: two per table.
 
-``paimon_compaction_job`` and ``paimon_full_compaction_job`` (what the sensors launch) share one
-shape: ``plan`` reads the table's LSM shape from its manifests and fans out one
-``compact_partition`` step per partition that needs work, each commits one COMPACT snapshot of
-that partition's buckets, and ``report_compaction`` sums them up, logs the table's shape after
-and records the LSM checks' verdicts on the table's asset. With ``follow_seconds`` the minor job
-then keeps watching the partitions and compacts each bucket as soon as the picker has work for
-it (``follow_compaction``), for writers that commit faster than a run can be launched. A full
-compaction of a table with ``changelog-producer = full-compaction`` also writes the changelog
-of the keys it changed into its COMPACT snapshots; the steps report its rows.
+``compact_<db>_<table>_job`` and ``full_compact_<db>_<table>_job`` (what the table's sensor
+launches; the launchpad opens them with the table's config) share one shape: ``plan`` reads the
+table's LSM shape from its manifests and fans out one ``compact_partition`` step per partition
+that needs work, each commits one COMPACT snapshot of that partition's buckets, and
+``report_compaction`` sums them up, logs the table's shape after and records the LSM checks'
+verdicts on the table's asset. With ``follow_seconds`` the minor job then keeps watching the
+partitions and compacts each bucket as soon as the picker has work for it
+(``follow_compaction``), for writers that commit faster than a run can be launched. A full
+compaction of a table with ``changelog-producer = full-compaction`` also writes the changelog of
+the keys it changed into its COMPACT snapshots; the steps report its rows.
 
 Compaction commits only replace files, so it runs next to ingestion (the engine lands APPENDs
-and COMPACTs of one table side by side). Two compactions of one table would conflict, so their
-runs carry ``paimon/compaction=<db.table>``, which ``dagster_home/dagster.yaml`` limits to one
-run at a time; a conflict that still happens (a run launched without the tag, or a partition
-overwritten meanwhile) raises ``CommitConflictError`` with nothing lost: the step re-plans once
-from the new snapshot and otherwise leaves the partition to the next run.
+and COMPACTs of one table side by side). Two compactions of one table would conflict, so the
+jobs carry ``paimon/compaction=<db.table>`` as a job tag, which every run of theirs inherits
+however it was launched and which ``dagster_home/dagster.yaml`` limits to one run at a time; a
+conflict that still happens (a partition overwritten meanwhile) raises ``CommitConflictError``
+with nothing lost: the step re-plans once from the new snapshot and otherwise leaves the
+partition to the next run.
 """
 
 # No `from __future__ import annotations`: Dagster reads the context, config and resource
@@ -29,6 +31,7 @@ import dagster as dg
 from pydantic import Field
 
 import paimon_core as pc
+from pipelines import names
 from pipelines.compaction.lsm import check_outcomes, state_metadata
 from pipelines.compaction.tasks import (
     CompactionPlan,
@@ -42,8 +45,7 @@ from pipelines.compaction.tasks import (
     prepare_task,
     run_task,
 )
-from pipelines.names import COMPACTION_JOB, FULL_COMPACTION_JOB
-from pipelines.target import TableTarget, TargetConfig, existing_table, resolve_target
+from pipelines.target import TableTarget, TargetConfig, existing_table, own_table, resolve_target
 from resources import PaimonCatalogResource, keys
 from resources.keys import COMPACTION_TAG
 from resources.metadata import lsm_metadata
@@ -77,7 +79,7 @@ class CompactionConfig(CompactionTarget):
     """A minor compaction: what Paimon's picker asks for in each bucket, and nothing more."""
 
     full: bool = Field(default=False, description="Rewrite every selected bucket into one sorted run at "
-                       f"the max level (append tables: every small file), as {FULL_COMPACTION_JOB} does.")
+                       "the max level (append tables: every small file), as the table's full compaction job does.")
     level0_threshold: int = Field(
         default=0, ge=0,
         description="Only compact buckets with at least this many level-0 files. 0: every bucket the "
@@ -99,18 +101,10 @@ class FullCompactionConfig(CompactionTarget):
     """A full compaction: every selected bucket rewritten into one run at the max level."""
 
 
-def check_compaction_tag(context: dg.OpExecutionContext, table: str) -> None:
-    """Warn when the run escapes the one-compaction-per-table limit (e.g. a bare launchpad run)."""
-    if context.run.tags.get(COMPACTION_TAG) != table:
-        context.log.warning(f"run has no tag {COMPACTION_TAG}={table}, so the one-compaction-per-table "
-                            "limit does not apply; a concurrent compaction of the same buckets would "
-                            "conflict (safely: the loser commits nothing)")
-
-
 def plan(context: dg.OpExecutionContext, paimon_catalog: PaimonCatalogResource, target: CompactionTarget, *,
          full: bool, level0_threshold: int, follow_seconds: int = 0,
          idle_seconds: int = 10) -> Iterator[dg.Output | dg.DynamicOutput]:
-    check_compaction_tag(context, target.table)
+    own_table(context, target.table)
     resolved = resolve_target(context, target)
     table = existing_table(paimon_catalog, target.table)
     state = table.lsm_state(partitions=list(target.partitions) or None)
@@ -252,35 +246,46 @@ def follow_compaction(context: dg.OpExecutionContext, paimon_catalog: PaimonCata
 JOB_TAGS = {keys.OPERATION_TAG: "compact"}
 
 
-@dg.job(name=COMPACTION_JOB, tags=JOB_TAGS,
-        description="Minor compaction of one Paimon table: in every partition that needs it, what "
-        "Paimon's picker asks for (level 0 folded into the levels). Launched by the compaction "
-        f"sensors with {keys.COMPACTION_TAG}=<db.table>; launch it by hand with that tag too.")
-def paimon_compaction_job() -> None:
+@dg.graph(description="Minor compaction of a Paimon table: in every partition that needs it, what Paimon's "
+          "picker asks for (level 0 folded into the levels).")
+def minor_compaction() -> None:
     plan_out, tasks = plan_compaction()
     compacted = commit_compaction(plan_out, tasks.map(compact_partition).collect())
     follow_compaction(plan_out, report_compaction(plan_out, compacted))
 
 
-@dg.job(name=FULL_COMPACTION_JOB, tags=JOB_TAGS,
-        description="Full compaction of one Paimon table (or some partitions): every bucket rewritten "
-        "into one sorted run at the max level, superseded versions and deletes dropped. Tag runs "
-        f"with {keys.COMPACTION_TAG}=<db.table>.")
-def paimon_full_compaction_job() -> None:
+@dg.graph(description="Full compaction of a Paimon table (or some partitions): every bucket rewritten into one "
+          "sorted run at the max level, superseded versions and deletes dropped.")
+def full_compaction() -> None:
     plan_out, tasks = plan_full_compaction()
     report_compaction(plan_out, commit_compaction(plan_out, tasks.map(compact_partition).collect()))
 
 
+def compaction_jobs(target: TableTarget) -> tuple[dg.JobDefinition, dg.JobDefinition]:
+    """The table's minor and full compaction jobs: its config as their default (the launchpad opens
+    with it) and its compaction tag on every run, whoever launches it."""
+    tags = {**JOB_TAGS, **compaction_tags(target.table)}
+    minor = minor_compaction.to_job(
+        name=names.compaction_job(target.table), tags=tags, config=compaction_run_config(target),
+        description=f"Minor compaction of {target.table}: what Paimon's picker asks for in every partition that "
+        f"needs it. Launched by {names.compaction_sensor(target.table)}; one compaction of the table at a time.")
+    full = full_compaction.to_job(
+        name=names.full_compaction_job(target.table), tags=tags, config=full_compaction_run_config(target),
+        description=f"Full compaction of {target.table}: every bucket rewritten into one sorted run at the max "
+        "level (and, with changelog-producer full-compaction, the changelog of the keys that changed).")
+    return minor, full
+
+
 def compaction_run_config(target: TableTarget, *, partitions: list[str] | None = None, full: bool = False,
                           level0_threshold: int = 0, follow_seconds: int = 0) -> dict[str, Any]:
-    """Run config of ``paimon_compaction_job`` (what the sensors request)."""
+    """Run config of the table's minor compaction job (what its sensor requests)."""
     config = {**target.config(), **target.fan_out(), "partitions": list(partitions or []), "full": full,
               "level0_threshold": level0_threshold, "follow_seconds": follow_seconds}
     return {"ops": {"plan_compaction": {"config": config}}}
 
 
 def full_compaction_run_config(target: TableTarget, *, partitions: list[str] | None = None) -> dict[str, Any]:
-    """Run config of ``paimon_full_compaction_job``."""
+    """Run config of the table's full compaction job."""
     config = {**target.config(), **target.fan_out(), "partitions": list(partitions or [])}
     return {"ops": {"plan_full_compaction": {"config": config}}}
 

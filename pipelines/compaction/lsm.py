@@ -2,7 +2,7 @@
 
 A table whose spec turns the compaction sensor on is written write-only by its ingestion
 (writers never compact, and never expire snapshots); its sensor launches
-``paimon_compaction_job`` when a bucket's level 0 grows, and a pair of checks on its asset
+the table's compaction job when a bucket's level 0 grows, and a pair of checks on its asset
 judge the shape. Everything here reads manifests only (``Table.lsm_state``), never data files,
 so a sensor tick or a check costs a few small reads.
 """
@@ -15,7 +15,7 @@ from typing import Any
 import dagster as dg
 
 import paimon_core as pc
-from pipelines.names import FULL_COMPACTION_JOB, LEVEL0_CHECK, SMALL_FILES_CHECK
+from pipelines.names import LEVEL0_CHECK, SMALL_FILES_CHECK
 from pipelines.target import TableTarget
 from pipelines.verdicts import CheckOutcome
 
@@ -142,7 +142,7 @@ def small_files_outcome(state: pc.LsmState, *, min_file_num: int, primary_key: b
         description = f"at most {worst} small file(s) {where}per bucket (limit {limit})"
     else:
         description = (f"{crowded} bucket(s) hold {limit} or more small files {where}(worst {worst}); "
-                       f"{FULL_COMPACTION_JOB} merges them")
+                       "a full compaction merges them")
     return CheckOutcome(SMALL_FILES_CHECK, not crowded, dg.AssetCheckSeverity.WARN, description, {
         "small_file_ratio": round(state.small_file_ratio, 4),
         "small_files": sum(b.small_files for b in state.buckets),

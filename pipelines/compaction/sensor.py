@@ -4,7 +4,7 @@ A tick reads the table's LSM shape from its manifests (a few small files, never 
 for a run when a bucket's level 0 reached the threshold (default: the table's own compaction
 trigger), naming the partitions that did. Primary-key tables with scheduled full compactions
 (``full-compaction.delta-commits``, or ``changelog-producer = full-compaction``, whose changelog
-is written by full compactions only) get ``paimon_full_compaction_job`` instead when that many
+is written by full compactions only) get the full compaction job instead when that many
 data commits landed since the last full compaction, for every partition with files above the
 max level; tables with the full-compaction producer also get it, not the minor job, when level 0
 reaches the threshold, since only compactions into the max level produce their changes. The
@@ -33,15 +33,7 @@ import dagster as dg
 import paimon_core as pc
 from paimon_core.errors import DatabaseNotFoundError, TableNotFoundError
 from pipelines import names
-from pipelines.compaction.jobs import (
-    COMPACTION_JOB,
-    FULL_COMPACTION_JOB,
-    compaction_run_config,
-    compaction_tags,
-    full_compaction_run_config,
-    paimon_compaction_job,
-    paimon_full_compaction_job,
-)
+from pipelines.compaction.jobs import compaction_run_config, compaction_tags, full_compaction_run_config
 from pipelines.compaction.lsm import level0_threshold
 from pipelines.target import TableTarget, sensor_interval_seconds
 from resources import PaimonCatalogResource
@@ -70,7 +62,6 @@ warnings.filterwarnings("ignore", message=r"Parameter `execution_type` of functi
 
 # Runs that have not planned yet: they will see the newest files when they do.
 WAITING = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING]
-COMPACTION_JOBS = (COMPACTION_JOB, FULL_COMPACTION_JOB)
 
 
 def run_key(table: str, snapshot_id: int) -> str:
@@ -82,16 +73,17 @@ def pending_compaction(instance: dg.DagsterInstance, table: str) -> str | None:
     one that has not started yet, or a following one that is running. Described, or None.
 
     Maintenance runs (expiry, orphan cleanup) carry the compaction tag too, for the run limit,
-    but compact nothing: only runs of the compaction jobs count.
+    but compact nothing: only runs of the table's compaction jobs count.
     """
+    jobs = (names.compaction_job(table), names.full_compaction_job(table))
     runs = [run for run in instance.get_runs(filters=dg.RunsFilter(tags={COMPACTION_TAG: table}, statuses=WAITING),
-                                             limit=10) if run.job_name in COMPACTION_JOBS]
+                                             limit=10) if run.job_name in jobs]
     if runs:
         status = runs[0].status.value.lower().replace("_", " ")
         return f"compaction run {runs[0].run_id} is {status} and will see them"
     running = instance.get_runs(filters=dg.RunsFilter(tags={COMPACTION_TAG: table},
                                                       statuses=[dg.DagsterRunStatus.STARTED]), limit=5)
-    following = [run for run in running if run.job_name in COMPACTION_JOBS and run.tags.get(FOLLOW_TAG, "0") != "0"]
+    following = [run for run in running if run.job_name in jobs and run.tags.get(FOLLOW_TAG, "0") != "0"]
     if following:
         return f"compaction run {following[0].run_id} is following the table"
     return None
@@ -99,9 +91,9 @@ def pending_compaction(instance: dg.DagsterInstance, table: str) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class CompactionRequest:
-    """What a tick asks for: which job, for which partitions (paths), and why."""
+    """What a tick asks for: a full or a minor compaction, of which partitions (paths), and why."""
 
-    job_name: str
+    full: bool
     partitions: tuple[str, ...]
     reasons: tuple[str, ...]  # REASON_FULL_DUE and/or REASON_LEVEL0
     worst_level0: int  # the most level-0 files of one bucket among those partitions
@@ -126,12 +118,11 @@ def decide(state: pc.LsmState, *, threshold: int, primary_key: bool, changelog: 
         unsettled = [b for b in state.buckets if above_max_level(b)]
         if unsettled:
             reasons = (REASON_FULL_DUE, REASON_LEVEL0) if over else (REASON_FULL_DUE,)
-            return CompactionRequest(FULL_COMPACTION_JOB, tuple(sorted({b.partition for b in unsettled})), reasons,
+            return CompactionRequest(True, tuple(sorted({b.partition for b in unsettled})), reasons,
                                      max(b.level0_files for b in unsettled))
     if not over:
         return None
-    job = FULL_COMPACTION_JOB if primary_key and changelog else COMPACTION_JOB
-    return CompactionRequest(job, tuple(sorted({b.partition for b in over})), (REASON_LEVEL0,),
+    return CompactionRequest(primary_key and changelog, tuple(sorted({b.partition for b in over})), (REASON_LEVEL0,),
                              max(b.level0_files for b in over))
 
 
@@ -167,10 +158,11 @@ def evaluate(context: dg.SensorEvaluationContext, catalog: PaimonCatalogResource
     pending = pending_compaction(context.instance, spec.table)
     if pending is not None:
         return dg.SkipReason(f"{spec.table} snapshot {state.snapshot_id}: {why}, but {pending}")
-    full = request.job_name == FULL_COMPACTION_JOB
+    full = request.full
     follow = 0 if full else spec.follow_seconds
+    job_name = names.full_compaction_job(spec.table) if full else names.compaction_job(spec.table)
     context.log.info(f"{spec.table} snapshot {state.snapshot_id}: {why}{schedule_note(state)}; requesting "
-                     f"{request.job_name} for {len(request.partitions)} partition(s)")
+                     f"{job_name} for {len(request.partitions)} partition(s)")
     # An unpartitioned table's partition is "": compact the whole table.
     partitions = [p for p in request.partitions if p]
     tags = {**compaction_tags(spec.table), TRIGGER_SNAPSHOT_TAG: str(state.snapshot_id),
@@ -180,7 +172,7 @@ def evaluate(context: dg.SensorEvaluationContext, catalog: PaimonCatalogResource
         tags[TRIGGER_COMMITS_TAG] = f"{state.commits_since_full}/{state.full_compaction_every}"
     return dg.RunRequest(
         run_key=run_key(spec.table, state.snapshot_id),
-        job_name=request.job_name,
+        job_name=job_name,
         run_config=(full_compaction_run_config(spec, partitions=partitions) if full else
                     compaction_run_config(spec, partitions=partitions, follow_seconds=follow)),
         tags=tags,
@@ -192,18 +184,21 @@ def sensor_description(target: TableTarget, *, full_job: bool, full_every: int |
     threshold = (f"{target.level0_threshold} files" if target.level0_threshold else
                  "the table's compaction trigger (num-sorted-run.compaction-trigger; append tables: "
                  "compaction.min.file-num)")
-    level0_job = FULL_COMPACTION_JOB if full_job else COMPACTION_JOB
-    text = f"Launch {level0_job} for {target.table} when a bucket's level 0 reaches {threshold}"
+    full_name = names.full_compaction_job(target.table)
+    level0_job = full_name if full_job else names.compaction_job(target.table)
+    text = f"Launch {level0_job} when a bucket's level 0 reaches {threshold}"
     if full_every:
-        text += f", and {FULL_COMPACTION_JOB} every {full_every} data commits (full-compaction.delta-commits)"
+        text += f", and {full_name} every {full_every} data commits (full-compaction.delta-commits)"
     if full_job:
         text += " (its changelog comes from full compactions)"
     return text + "; reads manifests only."
 
 
-def compaction_sensor(target: TableTarget, *, interval_seconds: int | None = None, full_job: bool = False,
+def compaction_sensor(target: TableTarget, jobs: tuple[dg.JobDefinition, dg.JobDefinition], *,
+                      interval_seconds: int | None = None, full_job: bool = False,
                       described_full: bool = False, full_every: int | None = None) -> dg.SensorDefinition:
-    """The sensor of one write-only table, named ``compact_<db>_<table>_sensor``.
+    """The sensor of one write-only table, named ``compact_<db>_<table>_sensor``, launching its
+    ``jobs`` (``compaction_jobs``: the minor one, the full one).
 
     ``full_job``: level 0 reaching the threshold launches full compactions whatever the table's
     options; tables whose changelog comes from full compactions get them anyway (read at each
@@ -212,7 +207,7 @@ def compaction_sensor(target: TableTarget, *, interval_seconds: int | None = Non
 
     @dg.sensor(
         name=names.compaction_sensor(target.table),
-        jobs=[paimon_compaction_job, paimon_full_compaction_job],  # the same objects the definitions bind
+        jobs=list(jobs),  # the table's own (minor, full), the same objects the definitions bind
         minimum_interval_seconds=sensor_interval_seconds(interval_seconds),
         default_status=dg.DefaultSensorStatus.RUNNING,
         description=sensor_description(target, full_job=full_job or described_full, full_every=full_every),

@@ -35,8 +35,8 @@ from pipelines.definitions import REPO_ROOT, defs
 from pipelines.demo.log_events import PARTITION_COLUMN, TABLE
 from pipelines.demo.order_source import OrderEventSource
 from pipelines.demo.orders import ORDERS_SCHEMA, ORDERS_TABLE, REVENUE_TABLE, TOTALS_TABLE, order_batches
-from pipelines.maintenance.expiry import EXPIRE_JOB, expire_run_config
-from pipelines.maintenance.orphans import ORPHANS_JOB, orphans_run_config
+from pipelines.maintenance.expiry import expire_run_config
+from pipelines.maintenance.orphans import orphans_run_config
 from pipelines.maintenance.runs import maintenance_tags
 from pipelines.maintenance.verdicts import SnapshotSpan, relative, retention_outcome
 from pipelines.target import TableTarget, declared_targets
@@ -443,9 +443,8 @@ def directory_bytes(table: pc.Table) -> int | None:
 
 
 def run_maintenance_job(instance: dg.DagsterInstance, job_name: str, run_config: dict[str, Any],
-                        table: str) -> dg.ExecuteInProcessResult:
+                        table: str, schedule: str) -> dg.ExecuteInProcessResult:
     """One maintenance run in process, tagged as its schedule's runs are."""
-    schedule = f"{'expire_snapshots' if job_name == EXPIRE_JOB else 'remove_orphan_files'}_{table.replace('.', '_')}"
     return run_job(instance, job_name, run_config=run_config,
                    tags={**maintenance_tags(table), "dagster/schedule_name": schedule})
 
@@ -472,13 +471,14 @@ def expire_orders(instance: dg.DagsterInstance, orders: pc.Table) -> None:
           f"{orders.options.snapshot_time_retained_ms // 60000} min) {default.metadata['expirable_now']} snapshot(s) "
           "are expirable; check "
           f"{default.name}: {'passed' if default.passed else 'FAILED'}")
-    result = run_maintenance_job(instance, EXPIRE_JOB, expire_run_config(
-        orders_target(), older_than="now", retain_min=DEMO_RETAIN_MIN), ORDERS_TABLE)
+    job = names.expire_job(ORDERS_TABLE)
+    config = expire_run_config(orders_target(), older_than="now", retain_min=DEMO_RETAIN_MIN)
+    result = run_maintenance_job(instance, job, config, ORDERS_TABLE, names.expire_schedule(ORDERS_TABLE))
     plan = result.output_for_node("expire_snapshots")
     after = SnapshotSpan.of(orders)
     rows_after = orders.read().sort_by([("dt", "ascending"), ("order_id", "ascending")])
     expired = f"snapshots {plan.snapshots[0]}..{plan.snapshots[-1]}" if plan.snapshots else "no snapshot"
-    print(f"  {EXPIRE_JOB} (older_than now, retain_min {DEMO_RETAIN_MIN}), run {result.run_id[:8]} "
+    print(f"  {job} (older_than now, retain_min {DEMO_RETAIN_MIN}), run {result.run_id[:8]} "
           f"{'succeeded' if result.success else 'FAILED'}: expired {expired} ({len(plan.snapshots)}), deleting "
           f"{len(plan.data_files)} data, {len(plan.changelog_files)} changelog and {len(plan.index_files)} index "
           f"files ({plan.bytes:,} bytes) and {len(plan.metadata_files)} metadata files")
@@ -493,12 +493,13 @@ def clean_orders(instance: dg.DagsterInstance, orders: pc.Table) -> None:
     if stray is not None:
         print(f"  simulated crash leftover: {relative(orders, str(stray))} ({stray.stat().st_size:,} bytes, "
               "written by no commit)")
-    result = run_maintenance_job(instance, ORPHANS_JOB, orphans_run_config(
-        orders_target(), older_than="now", force=True), ORDERS_TABLE)
+    job = names.orphans_job(ORDERS_TABLE)
+    result = run_maintenance_job(instance, job, orphans_run_config(
+        orders_target(), older_than="now", force=True), ORDERS_TABLE, names.orphans_schedule(ORDERS_TABLE))
     done = result.output_for_node("remove_orphan_files")
     shown = ", ".join(relative(orders, p) for p in done.orphans[:ORPHANS_SHOWN])
     more = f" and {len(done.orphans) - ORPHANS_SHOWN} more" if len(done.orphans) > ORPHANS_SHOWN else ""
-    print(f"  {ORPHANS_JOB} (older_than now, force), run {result.run_id[:8]} "
+    print(f"  {job} (older_than now, force), run {result.run_id[:8]} "
           f"{'succeeded' if result.success else 'FAILED'}: of {done.candidates} file(s) listed, "
           f"{len(done.orphans)} referenced by no snapshot or tag, deleted ({done.bytes:,} bytes)"
           f"{': ' + shown + more if shown else ''}")

@@ -92,17 +92,18 @@ def automation_md(spec: PaimonTableSpec) -> dg.MetadataValue:
         rows.append((names.changes_sensor(spec.table), "sensor", f"unread changes of {ingestion.changes_of}"))
     if spec.compaction.sensor:
         threshold = spec.compaction.level0_threshold
-        job = names.FULL_COMPACTION_JOB if spec.full_compactions else names.COMPACTION_JOB
+        full = names.full_compaction_job(spec.table)
+        job = full if spec.full_compactions else names.compaction_job(spec.table)
         every = spec.full_compaction_every
         rows.append((names.compaction_sensor(spec.table), "sensor",
                      f"level 0 reaching {threshold if threshold else 'the compaction trigger'} -> {job}"
-                     + (f"; every {every} commits -> {names.FULL_COMPACTION_JOB}" if every else "")))
+                     + (f"; every {every} commits -> {full}" if every else "")))
     if spec.maintenance.expire_cron:
         rows.append((names.expire_schedule(spec.table), "schedule",
-                     f"`{spec.maintenance.expire_cron}` -> {names.EXPIRE_JOB}"))
+                     f"`{spec.maintenance.expire_cron}` -> {names.expire_job(spec.table)}"))
     if spec.maintenance.orphans_cron:
         rows.append((names.orphans_schedule(spec.table), "schedule",
-                     f"`{spec.maintenance.orphans_cron}` -> {names.ORPHANS_JOB}"))
+                     f"`{spec.maintenance.orphans_cron}` -> {names.orphans_job(spec.table)}"))
     lines = ["| automation | kind | acts on |", "|---|---|---|", *(f"| {n} | {k} | {w} |" for n, k, w in rows)]
     return dg.MetadataValue.md("\n".join(lines) if rows else "(none)")
 

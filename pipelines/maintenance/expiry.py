@@ -1,4 +1,4 @@
-"""``paimon_expire_snapshots_job``: a table's snapshots beyond its retention, and the files only they reached.
+"""``expire_snapshots_<db>_<table>_job``: a table's snapshots beyond its retention, and the files only they reached.
 
 Config (``ExpireSnapshotsConfig``): the target table, ``dry_run``, and optional overrides of the
 table's retention options: ``older_than`` ("now" or an ISO-8601 time, UTC unless it says),
@@ -19,9 +19,14 @@ from pydantic import Field
 import paimon_core as pc
 from pipelines import names
 from pipelines.cron import iso
-from pipelines.maintenance.runs import MaintenanceConfig, maintenance_schedule, maintenance_target, record
+from pipelines.maintenance.runs import (
+    MaintenanceConfig,
+    maintenance_job,
+    maintenance_schedule,
+    maintenance_target,
+    record,
+)
 from pipelines.maintenance.verdicts import SnapshotSpan, consumers_text, paths_md, relative, retention_outcome
-from pipelines.names import EXPIRE_JOB
 from pipelines.target import TableTarget
 from resources import PaimonCatalogResource, keys
 from resources.metadata import plottable
@@ -50,7 +55,7 @@ class ExpireSnapshotsConfig(MaintenanceConfig):
 def expire_run_config(target: TableTarget, *, dry_run: bool = False, older_than: str | None = None,
                       retain_min: int | None = None, retain_max: int | None = None,
                       max_deletes: int | None = None) -> dict[str, Any]:
-    """Run config of ``paimon_expire_snapshots_job`` (unset overrides left out)."""
+    """Run config of the table's expiry job (unset overrides left out)."""
     overrides = {"older_than": older_than, "retain_min": retain_min, "retain_max": retain_max,
                  "max_deletes": max_deletes}
     config = {**target.config(), "dry_run": dry_run, **{k: v for k, v in overrides.items() if v is not None}}
@@ -127,23 +132,30 @@ def expire_snapshots(context: dg.OpExecutionContext, config: ExpireSnapshotsConf
 
 
 
-@dg.job(name=EXPIRE_JOB, executor_def=dg.in_process_executor, tags={keys.OPERATION_TAG: "expire-snapshots"},
-        description="Expire one Paimon table's old snapshots with its retention options (or the config's "
-        "overrides), deleting the files only they reached; consumers and tags are respected. Launched by "
-        f"the {names.expire_schedule('<db>.<table>')} schedules with {keys.COMPACTION_TAG}=<db.table>.")
-def paimon_expire_snapshots_job() -> None:
+@dg.graph(description="Expire a Paimon table's old snapshots with its retention options (or the config's "
+          "overrides), deleting the files only they reached; consumers and tags are respected.")
+def snapshot_expiry() -> None:
     expire_snapshots()
 
 
-def expire_schedule(target: TableTarget, *, cron: str, retain_min: int | None = None, retain_max: int | None = None,
-                    max_deletes: int | None = None) -> dg.ScheduleDefinition:
+def expire_job(target: TableTarget, *, retain_min: int | None = None, retain_max: int | None = None,
+               max_deletes: int | None = None) -> dg.JobDefinition:
+    """``expire_snapshots_<db>_<table>_job``: the table's expiry, with the spec's overrides as its default."""
+    return maintenance_job(
+        snapshot_expiry, name=names.expire_job(target.table), operation="expire-snapshots", target=target,
+        config=expire_run_config(target, retain_min=retain_min, retain_max=retain_max, max_deletes=max_deletes),
+        description=f"Expire {target.table}'s snapshots beyond its retention, deleting the files only they reached. "
+        f"Launched by {names.expire_schedule(target.table)}; never next to a compaction of the table.")
+
+
+def expire_schedule(target: TableTarget, job: dg.JobDefinition, *, cron: str, retain_min: int | None = None,
+                    retain_max: int | None = None, max_deletes: int | None = None) -> dg.ScheduleDefinition:
     """``expire_snapshots_<db>_<table>``: the table's expiry with its own retention (or the spec's overrides)."""
 
     def run_config(target: TableTarget) -> dict[str, Any]:
         return expire_run_config(target, retain_min=retain_min, retain_max=retain_max, max_deletes=max_deletes)
 
     return maintenance_schedule(
-        target, name=names.expire_schedule(target.table), cron=cron, job=paimon_expire_snapshots_job,
-        run_config=run_config,
+        target, name=names.expire_schedule(target.table), cron=cron, job=job, run_config=run_config,
         description=f"Expire {target.table}'s snapshots beyond its retention (snapshot.num-retained.*, "
         "snapshot.time-retained); RUNNING by default: it deletes only what the retention allows.")

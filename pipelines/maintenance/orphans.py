@@ -1,4 +1,4 @@
-"""``paimon_remove_orphan_files_job``: a table's files that nothing references, older than the window.
+"""``remove_orphan_files_<db>_<table>_job``: a table's files that nothing references, older than the window.
 
 Config (``RemoveOrphanFilesConfig``): the target table, ``dry_run``, optional ``older_than``
 (default a day ago) and ``force``. Orphans are crash leftovers, files of failed commits, of
@@ -20,9 +20,14 @@ import paimon_core as pc
 from paimon_core.errors import OptionError
 from pipelines import names
 from pipelines.cron import iso
-from pipelines.maintenance.runs import MaintenanceConfig, maintenance_schedule, maintenance_target, record
+from pipelines.maintenance.runs import (
+    MaintenanceConfig,
+    maintenance_job,
+    maintenance_schedule,
+    maintenance_target,
+    record,
+)
 from pipelines.maintenance.verdicts import ORPHAN_KINDS, PATHS_SHOWN, kind_of, orphans_outcome, paths_md, relative
-from pipelines.names import ORPHANS_JOB
 from pipelines.target import TableTarget
 from resources import PaimonCatalogResource, keys
 from resources.keys import COMPACTION_TAG, TABLE_TAG
@@ -52,7 +57,7 @@ class RemoveOrphanFilesConfig(MaintenanceConfig):
 
 def orphans_run_config(target: TableTarget, *, dry_run: bool = False, older_than: str | None = None,
                        force: bool = False) -> dict[str, Any]:
-    """Run config of ``paimon_remove_orphan_files_job``."""
+    """Run config of the table's orphan-cleanup job."""
     config: dict[str, Any] = {**target.config(), "dry_run": dry_run, "force": force}
     if older_than is not None:
         config["older_than"] = older_than
@@ -115,18 +120,25 @@ def remove_orphan_files(context: dg.OpExecutionContext, config: RemoveOrphanFile
 
 
 
-@dg.job(name=ORPHANS_JOB, executor_def=dg.in_process_executor, tags={keys.OPERATION_TAG: "remove-orphan-files"},
-        description="Delete one Paimon table's orphan files (referenced by no snapshot or tag) older than a "
-        f"day, or the configured window. Launched by the {names.orphans_schedule('<db>.<table>')} schedules "
-        f"with {keys.COMPACTION_TAG}=<db.table>.")
-def paimon_remove_orphan_files_job() -> None:
+@dg.graph(description="Delete a Paimon table's orphan files (referenced by no snapshot or tag) older than a day, "
+          "or the configured window.")
+def orphan_cleanup() -> None:
     remove_orphan_files()
 
 
-def orphans_schedule(target: TableTarget, *, cron: str) -> dg.ScheduleDefinition:
+def orphans_job(target: TableTarget) -> dg.JobDefinition:
+    """``remove_orphan_files_<db>_<table>_job``: the table's orphan cleanup."""
+    return maintenance_job(
+        orphan_cleanup, name=names.orphans_job(target.table), operation="remove-orphan-files", target=target,
+        config=orphans_run_config(target),
+        description=f"Delete {target.table}'s orphan files (referenced by no snapshot or tag) older than a day, or "
+        f"the configured window. Launched by {names.orphans_schedule(target.table)}; never next to a compaction "
+        "of the table.")
+
+
+def orphans_schedule(target: TableTarget, job: dg.JobDefinition, *, cron: str) -> dg.ScheduleDefinition:
     """``remove_orphan_files_<db>_<table>``: the table's orphan cleanup with the one-day window."""
     return maintenance_schedule(
-        target, name=names.orphans_schedule(target.table), cron=cron, job=paimon_remove_orphan_files_job,
-        run_config=orphans_run_config,
+        target, name=names.orphans_schedule(target.table), cron=cron, job=job, run_config=orphans_run_config,
         description=f"Delete {target.table}'s files that no snapshot or tag references and that are older than a "
         "day; RUNNING by default: it changes nothing a reader sees.")

@@ -2,21 +2,21 @@
 
 Writers of the integration's tables are ``write-only``: they never compact and never expire,
 so every commit's snapshot, manifests and every file a compaction or overwrite replaced would
-stay forever. Two shared jobs do what a maintaining Paimon writer (or Paimon's procedures)
-would, each run for one table named in its config (``pipelines.target``):
+stay forever. Two jobs per table do what a maintaining Paimon writer (or Paimon's procedures)
+would, each with the table's config as its default (``pipelines.target``):
 
-- ``paimon_expire_snapshots_job`` (``pipelines.maintenance.expiry``): ``Table.expire_snapshots`` with the
+- ``expire_snapshots_<db>_<table>_job`` (``pipelines.maintenance.expiry``): ``Table.expire_snapshots`` with the
   table's retention (``snapshot.num-retained.min`` 10, ``snapshot.num-retained.max``,
   ``snapshot.time-retained`` 1 h, ``snapshot.expire.limit`` 50) unless the spec or the run
   overrides it; consumers' unread snapshots and tagged snapshots are kept by the engine.
-- ``paimon_remove_orphan_files_job`` (``pipelines.maintenance.orphans``): ``Table.remove_orphan_files``,
+- ``remove_orphan_files_<db>_<table>_job`` (``pipelines.maintenance.orphans``): ``Table.remove_orphan_files``,
   files no snapshot or tag references and older than a day.
 
 Each run logs one line of what it deleted, attaches counts as output metadata and, unless it
 was a dry run, as an ``AssetObservation`` on the table's asset, and records the matching check
 (``pipelines.maintenance.verdicts``) as of after the run.
 
-**Concurrency.** Maintenance runs carry ``paimon/compaction=<db.table>``, the tag
+**Concurrency.** Maintenance jobs carry ``paimon/compaction=<db.table>`` (every run inherits it), the tag
 ``dagster_home/dagster.yaml`` limits to one run per table: so an expiry or a cleanup never runs
 next to a compaction of the same table (or next to each other), while ingestion goes on. Sharing
 the key, rather than adding one, is what makes the exclusion work: Dagster limits runs per tag
@@ -40,9 +40,9 @@ from pydantic import Field
 import paimon_core as pc
 from paimon_core.errors import DatabaseNotFoundError, TableNotFoundError
 from pipelines.cron import current_ms, parse_time
-from pipelines.target import TableTarget, TargetConfig, existing_table, resolve_target
+from pipelines.target import TableTarget, TargetConfig, existing_table, own_table, resolve_target
 from pipelines.verdicts import CheckOutcome
-from resources import PaimonCatalogResource
+from resources import PaimonCatalogResource, keys
 from resources.keys import COMPACTION_TAG
 
 
@@ -72,21 +72,22 @@ def record(context: dg.OpExecutionContext, target: TableTarget, outcome: CheckOu
     context.log_event(cast(Any, outcome.evaluation(target.asset_key)))
 
 
-def check_maintenance_tag(context: dg.OpExecutionContext, table: str) -> None:
-    """Warn when the run escapes the per-table limit it shares with compaction."""
-    if context.run.tags.get(COMPACTION_TAG) != table:
-        context.log.warning(f"run has no tag {COMPACTION_TAG}={table}, so it may run next to a compaction of "
-                            "the table; launch it from its schedule or add the tag")
-
-
 def maintenance_target(context: dg.OpExecutionContext, config: MaintenanceConfig, catalog: PaimonCatalogResource,
                        older_than: str | None) -> tuple[pc.Table, TableTarget, int | None]:
-    """The table a maintenance run works on (after checking the run carries its tag), its target,
+    """The table a maintenance run works on (after checking it is its job's own), its target,
     and ``older_than`` as epoch milliseconds (None: the table's own window)."""
-    check_maintenance_tag(context, config.table)
+    own_table(context, config.table)
     target = resolve_target(context, config)
     table = existing_table(catalog, config.table)
     return table, target, parse_time(older_than, now_ms=current_ms(), field="older_than")
+
+
+def maintenance_job(graph: dg.GraphDefinition, *, name: str, operation: str, target: TableTarget,
+                    config: dict[str, Any], description: str) -> dg.JobDefinition:
+    """One table's maintenance job: in process (one small step), its config as the default (the
+    launchpad opens with it) and the table's compaction tag on every run, whoever launches it."""
+    return graph.to_job(name=name, executor_def=dg.in_process_executor, config=config, description=description,
+                        tags={keys.OPERATION_TAG: operation, **maintenance_tags(target.table)})
 
 
 def maintenance_schedule(target: TableTarget, *, name: str, cron: str, job: dg.JobDefinition,

@@ -140,10 +140,10 @@ def test_a_lookup_source_feeds_exact_counts(tmp_path: Path, instance: dg.Dagster
     for step in range(len(UPDATES)):
         run(defs, instance, STATUS_JOB)
         if step % 2 == 1:  # the changes surface when compaction pushes level 0 up
-            run(defs, instance, names.COMPACTION_JOB, run_config=compaction_run_config(specs[0].target()),
+            run(defs, instance, names.compaction_job(STATUS), run_config=compaction_run_config(specs[0].target()),
                 tags=compaction_tags(STATUS))
         run(defs, instance, COUNTS_JOB)
-    run(defs, instance, names.COMPACTION_JOB, run_config=compaction_run_config(specs[0].target()),
+    run(defs, instance, names.compaction_job(STATUS), run_config=compaction_run_config(specs[0].target()),
         tags=compaction_tags(STATUS))
     run(defs, instance, COUNTS_JOB)
 

@@ -26,8 +26,6 @@ import paimon_core as pc
 from paimon_core import ChangeStream
 from pipelines import names
 from pipelines.compaction.jobs import (
-    COMPACTION_JOB,
-    FULL_COMPACTION_JOB,
     compaction_run_config,
     compaction_tags,
     full_compaction_run_config,
@@ -71,6 +69,8 @@ CHUNK = 250  # 5 commits a day: full-compaction.delta-commits and the level-0 tr
 REVENUE_JOB = names.ingestion_job(REVENUE_TABLE)
 REVENUE_SENSOR = names.changes_sensor(REVENUE_TABLE)
 ORDERS_SENSOR = names.compaction_sensor(ORDERS_TABLE)
+COMPACTION_JOB = names.compaction_job(ORDERS_TABLE)
+FULL_COMPACTION_JOB = names.full_compaction_job(ORDERS_TABLE)
 CONSUMER_ID = declared_spec(REVENUE_TABLE).ingestion.consumer_id
 CONSUMER_USER = consumer_user(CONSUMER_ID)
 HOUR = dt_.timedelta(hours=1)

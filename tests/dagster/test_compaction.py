@@ -22,8 +22,6 @@ from conftest import ORDERS_JOB, ORDERS_PER_DAY
 import paimon_core as pc
 from pipelines import names
 from pipelines.compaction.jobs import (
-    COMPACTION_JOB,
-    FULL_COMPACTION_JOB,
     compaction_run_config,
     compaction_tags,
     full_compaction_run_config,
@@ -77,6 +75,8 @@ DAY = "2024-01-03"
 OTHER_DAY = "2024-01-02"  # both inside the sales partitions (2024-01-01 .. 2024-01-03)
 CHUNK = 250  # 5 commits a day: the default compaction trigger
 SENSOR = names.compaction_sensor(ORDERS_TABLE)
+COMPACTION_JOB = names.compaction_job(ORDERS_TABLE)
+FULL_COMPACTION_JOB = names.full_compaction_job(ORDERS_TABLE)
 # sales.orders as it was before it produced a changelog: minor compactions only.
 MINOR_OPTIONS = {key: value for key, value in ORDERS_OPTIONS.items() if key not in ORDERS_CHANGELOG_OPTIONS}
 # A table of its own: an asset key of three parts and a Paimon partition value that is not the
@@ -414,14 +414,14 @@ def test_a_run_with_nothing_to_do_succeeds(orders: pc.Table, target: TableTarget
     assert not observations(result)
 
 
-def test_a_run_without_the_tag_warns(instance: dg.DagsterInstance, orders: pc.Table, target: TableTarget,
-                                     run_job: JobRunner) -> None:
+def test_a_run_launched_without_tags_carries_the_tables_limit(instance: dg.DagsterInstance, orders: pc.Table,
+                                                               target: TableTarget, run_job: JobRunner) -> None:
+    """A bare launch (the launchpad, ``dagster job launch``) still holds the one-compaction limit."""
     orders.write(day_stream(DAY))
 
     result = compact(run_job, compaction_run_config(target), tags={})
 
-    messages = [record.user_message for record in instance.all_logs(result.run_id)]
-    assert any(f"no tag {COMPACTION_TAG}={ORDERS_TABLE}" in m for m in messages)
+    assert result.success and result.dagster_run.tags[COMPACTION_TAG] == ORDERS_TABLE
 
 
 def test_full_compaction_leaves_one_file_per_bucket_at_the_max_level(
@@ -454,7 +454,7 @@ def test_append_table_small_files_are_compacted(project_defs: dg.Definitions, in
     [request] = sensor_tick(project_defs, instance, catalog, name=names.compaction_sensor(EVENTS_TABLE)).run_requests
     result = run_job(request.job_name, run_config=request.run_config, tags=dict(request.tags))
 
-    assert result.success and request.job_name == COMPACTION_JOB
+    assert result.success and request.job_name == names.compaction_job(EVENTS_TABLE)
     assert [b.files for b in events.lsm_state().buckets] == [1]
     assert events.read().sort_by([("ts", "ascending"), ("message", "ascending")]).equals(before)
     [observed] = compactions(result)
@@ -489,14 +489,28 @@ def test_a_run_naming_only_the_table_needs_its_asset(orders: pc.Table, target: T
 @pytest.mark.parametrize(("job", "op"), [(COMPACTION_JOB, "plan_compaction"),
                                          (FULL_COMPACTION_JOB, "plan_full_compaction")])
 @pytest.mark.parametrize("table", ["sales.missing", "nodb.orders", "orders", "sales.bad name!"])
-def test_a_bad_table_name_fails_the_run_in_one_line(catalog: PaimonCatalogResource, orders: pc.Table,
-                                                    run_job: JobRunner, job: str, op: str, table: str) -> None:
+def test_a_run_naming_another_table_is_refused_in_one_line(catalog: PaimonCatalogResource, orders: pc.Table,
+                                                           run_job: JobRunner, job: str, op: str, table: str) -> None:
+    """A table's job compacts that table only: another in its config would escape both tables'
+    one-compaction limit."""
     config = {"ops": {op: {"config": {"table": table, "asset_key": list(ORDERS_KEY.path)}}}}
 
-    result = compact(run_job, config, job=job, tags=compaction_tags(table), raise_on_error=False)
+    result = compact(run_job, config, job=job, tags={}, raise_on_error=False)
 
-    assert f"Paimon table {table}" in one_line_failure(result)
+    assert f"{job} works on {ORDERS_TABLE}, but its run config names {table}" in one_line_failure(result)
+    assert result.dagster_run.tags[COMPACTION_TAG] == ORDERS_TABLE  # the job's own tag, whoever launched it
     assert orders.snapshots() == []
+
+
+@pytest.mark.parametrize("full", [False, True])
+def test_a_table_not_created_yet_fails_the_run_in_one_line(target: TableTarget, run_job: JobRunner,
+                                                           full: bool) -> None:
+    job = FULL_COMPACTION_JOB if full else COMPACTION_JOB
+    config = full_compaction_run_config(target) if full else compaction_run_config(target)
+
+    result = compact(run_job, config, job=job, raise_on_error=False)
+
+    assert f"Paimon table {ORDERS_TABLE}" in one_line_failure(result)
 
 
 # ---- a table declared with a spec of its own --------------------------------------------------
@@ -694,7 +708,7 @@ def test_definitions_wire_sensors_jobs_and_checks(monkeypatch: pytest.MonkeyPatc
     graph = defs.resolve_asset_graph()
     for table, key in ((ORDERS_TABLE, ORDERS_KEY), (EVENTS_TABLE, EVENTS_KEY)):
         sensor = defs.resolve_sensor_def(names.compaction_sensor(table))
-        assert [t.job_name for t in sensor.targets] == [COMPACTION_JOB, FULL_COMPACTION_JOB]
+        assert [t.job_name for t in sensor.targets] == [names.compaction_job(table), names.full_compaction_job(table)]
         assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
         assert sensor.minimum_interval_seconds == 30
         assert {LEVEL0_CHECK, SMALL_FILES_CHECK} <= {c.name for c in graph.get_check_keys_for_assets({key})}
@@ -702,3 +716,4 @@ def test_definitions_wire_sensors_jobs_and_checks(monkeypatch: pytest.MonkeyPatc
         job = defs.resolve_job_def(name)
         assert job.executor_def is dg.in_process_executor
         assert job.tags[keys.OPERATION_TAG] == "compact"
+        assert job.tags[COMPACTION_TAG] == ORDERS_TABLE  # every run of it, however launched

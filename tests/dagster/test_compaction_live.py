@@ -7,7 +7,7 @@ The code location is the fixture project's (``tests/support/fixture_project``):
 
 - (4c) a backfill of the orders assets over three days; the daemon's compaction sensor sees a
   full compaction fall due (sales.orders' changelog comes from full compactions) or level 0
-  reach the trigger and launches ``paimon_full_compaction_job``, which folds it and writes the
+  reach the trigger and launches ``full_compact_sales_orders_job``, which folds it and writes the
   changelog; the revenue table's changes sensor then launches its ingestion job, whose
   aggregate matches the orders' max-level contents;
 - (5) once the daemon's sensor launched a following compaction run (on the first commit), a
@@ -115,7 +115,8 @@ def compaction_runs(dagster: LiveDagster) -> list[dict[str, Any]]:
     """Runs of the compaction jobs on sales.orders (maintenance runs, launched by their schedules
     when a test crosses the hour, carry the same tag)."""
     runs = dagster.runs({COMPACTION_TAG: ORDERS_TABLE})
-    return [r for r in runs if r["jobName"] in (names.COMPACTION_JOB, names.FULL_COMPACTION_JOB)]
+    jobs = (names.compaction_job(ORDERS_TABLE), names.full_compaction_job(ORDERS_TABLE))
+    return [r for r in runs if r["jobName"] in jobs]
 
 
 def failure_report(dagster: LiveDagster, runs: list[dict[str, Any]]) -> str:
@@ -175,7 +176,7 @@ def test_backfill_through_graphql_gets_compacted_by_the_sensor(tmp_path: Path) -
     assert {r["status"] for r in ingestion} == {"SUCCESS"}
     assert all(r["tags"][TABLE_TAG] == ORDERS_TABLE for r in ingestion)
     assert compactions and {r["status"] for r in compactions} == {"SUCCESS"}
-    assert {r["jobName"] for r in compactions} == {names.FULL_COMPACTION_JOB}
+    assert {r["jobName"] for r in compactions} == {names.full_compaction_job(ORDERS_TABLE)}
     assert all(r["tags"]["dagster/sensor_name"] == SENSOR for r in compactions)
     # Why each was launched: 5 commits since the last full compaction, or 5 level-0 files seen.
     for run in compactions:

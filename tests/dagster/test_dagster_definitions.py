@@ -11,7 +11,7 @@ import pytest
 
 from pipelines import names
 from pipelines.errors import TableDefinitionError
-from pipelines.factory import SHARED_JOBS, paimon_definitions
+from pipelines.factory import paimon_definitions
 from pipelines.maintenance.verdicts import ORPHANS_CHECK, RETENTION_CHECK
 from resources import keys
 from resources.keys import TABLE_TAG
@@ -202,17 +202,18 @@ def test_a_scheduled_table_requests_the_day_that_just_ended(tmp_path: Path) -> N
     assert schedule.default_status == dg.DefaultScheduleStatus.STOPPED
 
 
-@pytest.mark.parametrize(("job_name", "operation"), [
-    (names.EXPIRE_JOB, "expire-snapshots"),
-    (names.ORPHANS_JOB, "remove-orphan-files"),
+@pytest.mark.parametrize(("job_of", "schedule_of", "operation"), [
+    (names.expire_job, names.expire_schedule, "expire-snapshots"),
+    (names.orphans_job, names.orphans_schedule, "remove-orphan-files"),
 ])
-def test_maintenance_jobs_have_a_schedule_per_table(job_name: str, operation: str) -> None:
-    job = defs.resolve_job_def(job_name)
-
-    assert job.tags[keys.OPERATION_TAG] == operation
+def test_every_table_has_its_maintenance_jobs_and_schedules(job_of: Any, schedule_of: Any, operation: str) -> None:
     for table in TABLES:
-        schedule = defs.resolve_schedule_def(f"{operation.replace('-', '_')}_{table.replace('.', '_')}")
-        assert schedule.job_name == job_name
+        job = defs.resolve_job_def(job_of(table))
+        assert job.tags[keys.OPERATION_TAG] == operation
+        assert job.tags[keys.COMPACTION_TAG] == table  # one per table at a time, however launched
+        assert job.executor_def is dg.in_process_executor
+        schedule = defs.resolve_schedule_def(schedule_of(table))
+        assert schedule.job_name == job.name
         assert schedule.default_status == dg.DefaultScheduleStatus.RUNNING
 
 
@@ -240,7 +241,9 @@ def test_two_paimon_definitions_on_one_warehouse_merge(tmp_path: Path, instance:
     dg.Definitions.validate_loadable(merged)
     assert {spec.key for spec in merged.resolve_all_asset_specs()} == {key for key, _ in TABLES.values()}
     jobs = {job.name for job in merged.resolve_all_job_defs()}
-    assert {job_name for _, job_name in TABLES.values()} | {job.name for job in SHARED_JOBS} <= jobs
+    own = [job(table) for table in TABLES for job in (names.ingestion_job, names.compaction_job,
+                                                       names.full_compaction_job, names.expire_job, names.orphans_job)]
+    assert set(own) <= jobs
     result = merged.resolve_job_def(EVENTS_JOB).execute_in_process(partition_key="2024-01-02", instance=instance)
     assert result.success
     assert merged.resources is not None

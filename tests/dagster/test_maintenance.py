@@ -21,13 +21,13 @@ import pytest
 
 import paimon_core as pc
 from pipelines import names
-from pipelines.compaction.jobs import COMPACTION_JOB, compaction_run_config, compaction_tags
+from pipelines.compaction.jobs import compaction_run_config, compaction_tags
 from pipelines.compaction.sensor import pending_compaction
 from pipelines.cron import DEFAULT_EXPIRE_CRON, DEFAULT_ORPHANS_CRON
 from pipelines.errors import TableDefinitionError
 from pipelines.factory import paimon_definitions
-from pipelines.maintenance.expiry import EXPIRE_JOB, expire_run_config
-from pipelines.maintenance.orphans import ORPHANS_JOB, orphans_run_config, writers_running
+from pipelines.maintenance.expiry import expire_run_config
+from pipelines.maintenance.orphans import orphans_run_config, writers_running
 from pipelines.maintenance.runs import maintenance_tags
 from pipelines.maintenance.verdicts import (
     ORPHANS_CHECK,
@@ -62,6 +62,10 @@ DAY_MS = 24 * HOUR_MS
 # The project's tables: each gets both maintenance schedules.
 PROJECT_TABLES = (EVENTS_TABLE, ORDERS_TABLE, TOTALS_TABLE, REVENUE_TABLE)
 CUSTOMERS_KEY = dg.AssetKey(["lake", "crm", "customers"])
+# app.events' own maintenance and compaction jobs, which most tests here run.
+EXPIRE_JOB = names.expire_job(EVENTS_TABLE)
+ORPHANS_JOB = names.orphans_job(EVENTS_TABLE)
+COMPACTION_JOB = names.compaction_job(EVENTS_TABLE)
 
 
 # ---- helpers --------------------------------------------------------------------------------
@@ -302,14 +306,25 @@ BAD_NAMES = ["sales.missing", "nodb.events", "events", "app.bad name!"]
 
 @pytest.mark.parametrize(("job", "op"), [(EXPIRE_JOB, "expire_snapshots"), (ORPHANS_JOB, "remove_orphan_files")])
 @pytest.mark.parametrize("table", BAD_NAMES)
-def test_a_bad_table_name_fails_the_run_in_one_line(run_job: JobRunner, events: pc.Table, job: str, op: str,
-                                                    table: str) -> None:
+def test_a_run_naming_another_table_is_refused_in_one_line(run_job: JobRunner, events: pc.Table, job: str, op: str,
+                                                           table: str) -> None:
+    """A table's maintenance job works on that table only (and under its limit)."""
     config = {"ops": {op: {"config": {"table": table, "asset_key": list(EVENTS_KEY.path)}}}}
 
     result = run(run_job, job, config, raise_on_error=False, table=table)
 
-    assert f"Paimon table {table}" in one_line_failure(result)
+    assert f"{job} works on {EVENTS_TABLE}, but its run config names {table}" in one_line_failure(result)
     assert len(events.snapshots()) == COMMITS
+
+
+@pytest.mark.parametrize(("job", "op"), [(EXPIRE_JOB, "expire_snapshots"), (ORPHANS_JOB, "remove_orphan_files")])
+def test_a_table_not_created_yet_fails_the_run_in_one_line(run_job: JobRunner, target: TableTarget, job: str,
+                                                           op: str) -> None:
+    config = (expire_run_config(target) if op == "expire_snapshots" else orphans_run_config(target))
+
+    result = run(run_job, job, config, raise_on_error=False)
+
+    assert f"Paimon table {EVENTS_TABLE}" in one_line_failure(result)
 
 
 # ---- a table declared with a spec of its own --------------------------------------------------
@@ -339,8 +354,9 @@ def test_maintenance_of_a_table_declared_with_a_spec(warehouse: str, instance: d
     stray = plant(table, "data-crashed-writer-9.parquet", age_s=10 * DAY_MS / 1000)
     tick = dt_.datetime(2024, 3, 5, 4, 30, tzinfo=dt_.UTC)
     runner = JobRunner(defs, instance)
-    for name, job, cron in ((names.expire_schedule("crm.customers"), EXPIRE_JOB, "*/10 * * * *"),
-                            (names.orphans_schedule("crm.customers"), ORPHANS_JOB, "30 4 * * 0")):
+    customers = "crm.customers"
+    for name, job, cron in ((names.expire_schedule(customers), names.expire_job(customers), "*/10 * * * *"),
+                            (names.orphans_schedule(customers), names.orphans_job(customers), "30 4 * * 0")):
         schedule = defs.resolve_schedule_def(name)
         assert (schedule.job_name, schedule.cron_schedule) == (job, cron)
         context = dg.build_schedule_context(scheduled_execution_time=tick, resources={"paimon_catalog": catalog})
@@ -368,8 +384,9 @@ def test_every_table_has_both_schedules(project_defs: dg.Definitions, catalog: P
     if table != EVENTS_TABLE:
         catalog.ensure_table(table, schema=EVENTS_SCHEMA)
     tick = dt_.datetime(2024, 3, 5, 3, 0, tzinfo=dt_.UTC)
-    expected = [(names.expire_schedule(target.table), EXPIRE_JOB, DEFAULT_EXPIRE_CRON, expire_run_config(target)),
-                (names.orphans_schedule(target.table), ORPHANS_JOB, DEFAULT_ORPHANS_CRON, orphans_run_config(target))]
+    expected = [(names.expire_schedule(table), names.expire_job(table), DEFAULT_EXPIRE_CRON, expire_run_config(target)),
+                (names.orphans_schedule(table), names.orphans_job(table), DEFAULT_ORPHANS_CRON,
+                 orphans_run_config(target))]
     for name, job, cron, run_config in expected:
         schedule = project_defs.resolve_schedule_def(name)
         context = dg.build_schedule_context(scheduled_execution_time=tick, resources={"paimon_catalog": catalog})

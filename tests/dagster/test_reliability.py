@@ -49,8 +49,6 @@ import paimon_core as pc
 from paimon_core.commit import FileStoreCommit
 from pipelines import names
 from pipelines.compaction.jobs import (
-    COMPACTION_JOB,
-    FULL_COMPACTION_JOB,
     compaction_run_config,
     compaction_tags,
     full_compaction_run_config,
@@ -58,10 +56,10 @@ from pipelines.compaction.jobs import (
 from pipelines.definitions import REPO_ROOT
 from pipelines.factory import paimon_definitions
 from pipelines.ingestion.asset import ensure_table
-from pipelines.maintenance.expiry import EXPIRE_JOB, expire_run_config
-from pipelines.maintenance.orphans import ORPHANS_JOB, orphans_run_config
+from pipelines.maintenance.expiry import expire_run_config
+from pipelines.maintenance.orphans import orphans_run_config
 from pipelines.maintenance.runs import maintenance_tags
-from pipelines.target import TableTarget, declared_targets
+from pipelines.target import declared_targets
 from resources import PaimonCatalogResource, commit_user_for, keys, write_partition
 from resources.writes import CHUNK_PROPERTY, FINAL_PROPERTY
 from tests.support.dagster_runs import JobRunner, orphans_now
@@ -258,8 +256,8 @@ def test_a_retry_after_a_failure_before_the_commit_commits_once(
     assert fault.orphaned and all(Path(p).exists() for p in fault.orphaned)
     assert orphans_now(table) == set(fault.orphaned)
     target = declared_targets(project_defs)[EVENTS_TABLE]
-    cleanup = run_job(ORPHANS_JOB, run_config=orphans_run_config(target, older_than="now", force=True),
-                      tags=maintenance_tags(EVENTS_TABLE))
+    cleanup = run_job(names.orphans_job(EVENTS_TABLE), tags=maintenance_tags(EVENTS_TABLE),
+                      run_config=orphans_run_config(target, older_than="now", force=True))
     assert set(cleanup.output_for_node("remove_orphan_files").orphans) == set(fault.orphaned)
     assert not any(Path(p).exists() for p in fault.orphaned)
     assert day_events(table, DAY).equals(expected_events(DAY))
@@ -651,7 +649,7 @@ def test_the_compaction_sensor_launches_one_run_per_table_state(sensor_daemon: S
     tick = sensor_daemon.last_tick(LOG_SENSOR)
     assert tick.status == TickStatus.SUCCESS and tick.run_keys == [run_key]
     [run] = sensor_daemon.runs_with_key(run_key)
-    assert run.job_name == COMPACTION_JOB and run.status == dg.DagsterRunStatus.QUEUED
+    assert run.job_name == names.compaction_job(EVENTS_TABLE) and run.status == dg.DagsterRunStatus.QUEUED
     target = declared_targets(project_defs)[EVENTS_TABLE]
     assert run.run_config == compaction_run_config(target, partitions=[f"dt={DAY}"])
     assert_one_run_per_key(sensor_daemon, LOG_SENSOR, run_key, cursor="5",
@@ -762,17 +760,15 @@ def test_a_partition_key_that_is_not_a_day_is_refused_before_the_run(
     assert instance.get_runs() == []  # refused before a run was created
 
 
-@pytest.mark.parametrize(("job", "table"), [
-    (COMPACTION_JOB, "app.nope"),
-    (FULL_COMPACTION_JOB, "app.nope"),
-    (COMPACTION_JOB, "nodb.events"),
-])
+@pytest.mark.parametrize(("full", "table"), [(False, ORDERS_TABLE), (True, ORDERS_TABLE), (False, TOTALS_TABLE)])
 def test_a_compaction_of_a_table_that_does_not_exist_fails_and_writes_nothing(
-        job: str, table: str, materialize_day: Any, run_job: JobRunner, warehouse: str) -> None:
-    materialize_day(DAY)  # the warehouse and app.events exist
+        full: bool, table: str, materialize_day: Any, run_job: JobRunner, warehouse: str,
+        project_defs: dg.Definitions) -> None:
+    materialize_day(DAY)  # the warehouse and app.events exist; the sales database does not
     before = files_under(Path(warehouse))
-    target = TableTarget(table, dg.AssetKey(table.split(".")))
-    run_config = (compaction_run_config(target) if job == COMPACTION_JOB else full_compaction_run_config(target))
+    target = declared_targets(project_defs)[table]
+    job = names.full_compaction_job(table) if full else names.compaction_job(table)
+    run_config = full_compaction_run_config(target) if full else compaction_run_config(target)
 
     result = run_job(job, run_config=run_config, tags=compaction_tags(table), raise_on_error=False)
 
@@ -796,7 +792,7 @@ def test_an_expiry_with_negative_retention_is_refused_and_expires_nothing(
     run_config["ops"]["expire_snapshots"]["config"][override] = value
 
     with pytest.raises(pydantic.ValidationError, match="greater than or equal to 1") as raised:
-        run_job(EXPIRE_JOB, run_config=run_config, tags=maintenance_tags(EVENTS_TABLE))
+        run_job(names.expire_job(EVENTS_TABLE), run_config=run_config, tags=maintenance_tags(EVENTS_TABLE))
 
     assert raised.value.errors()[0]["loc"] == (override,)
     assert files_under(Path(warehouse)) == before

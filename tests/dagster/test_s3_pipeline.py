@@ -12,10 +12,10 @@ import pytest
 
 import paimon_core as pc
 from pipelines import names
-from pipelines.compaction.jobs import FULL_COMPACTION_JOB, compaction_tags, full_compaction_run_config
+from pipelines.compaction.jobs import compaction_tags, full_compaction_run_config
 from pipelines.factory import paimon_definitions
-from pipelines.maintenance.expiry import EXPIRE_JOB, expire_run_config
-from pipelines.maintenance.orphans import ORPHANS_JOB, orphans_run_config
+from pipelines.maintenance.expiry import expire_run_config
+from pipelines.maintenance.orphans import orphans_run_config
 from pipelines.maintenance.runs import maintenance_tags
 from pipelines.target import declared_targets
 from resources import PaimonCatalogResource
@@ -83,11 +83,13 @@ def test_pipelines_run_on_s3(s3_defs: tuple[dg.Definitions, Store]) -> None:
             orders, totals = OrdersDayMaterializer(run_job, ORDERS_JOB, TOTALS_JOB)(day)
             assert orders.success and totals is not None and totals.success
         for table in (EVENTS_TABLE, ORDERS_TABLE):
-            assert run_job(FULL_COMPACTION_JOB, run_config=full_compaction_run_config(targets[table]),
+            assert run_job(names.full_compaction_job(table), run_config=full_compaction_run_config(targets[table]),
                            tags=compaction_tags(table)).success
         assert run_job(REVENUE_JOB).success
-        for job, config in ((EXPIRE_JOB, expire_run_config(targets[EVENTS_TABLE], older_than="now", retain_min=1)),
-                            (ORPHANS_JOB, orphans_run_config(targets[EVENTS_TABLE], older_than="now", force=True))):
+        events = targets[EVENTS_TABLE]
+        for job, config in (
+                (names.expire_job(EVENTS_TABLE), expire_run_config(events, older_than="now", retain_min=1)),
+                (names.orphans_job(EVENTS_TABLE), orphans_run_config(events, older_than="now", force=True))):
             assert run_job(job, run_config=config, tags=maintenance_tags(EVENTS_TABLE)).success
     catalog = pc.Catalog(store.warehouse, storage_options=store.storage_options)
     events = catalog.get_table(EVENTS_TABLE)

@@ -217,13 +217,13 @@ def test_compaction_fans_out_per_group_of_buckets(setup: Any, instance: dg.Dagst
     for day in DAYS:
         materialize(names.ingestion_job(ACCOUNTS), day, instance)
     target = specs(reference)[0].target()
-    scale_out_job(names.FULL_COMPACTION_JOB).execute_in_process(
+    scale_out_job(names.full_compaction_job(ACCOUNTS)).execute_in_process(
         instance=instance, run_config=full_compaction_run_config(target), tags=compaction_tags(ACCOUNTS))
     settings = setup("fanned", compaction={"buckets_per_step": 1, "commit_once": commit_once})
     for day in DAYS:
         materialize(names.ingestion_job(ACCOUNTS), day, instance)
     target = specs(settings)[0].target()
-    result = scale_out_job(names.FULL_COMPACTION_JOB).execute_in_process(
+    result = scale_out_job(names.full_compaction_job(ACCOUNTS)).execute_in_process(
         instance=instance, run_config=full_compaction_run_config(target), tags=compaction_tags(ACCOUNTS))
     steps = [e.step_key for e in result.all_events if e.event_type_value == "STEP_SUCCESS"
              and e.step_key.startswith("compact_partition")]
@@ -300,7 +300,7 @@ def test_dask_executor_writes_compacts_and_reads_on_the_cluster(setup: Any, inst
             with dg.execute_job(job, instance=instance, tags={"dagster/partition": day}) as result:
                 assert result.success
                 step_pids |= {e.pid for e in result.all_events if e.event_type_value == "STEP_START"}
-    compaction = reconstructable(names.FULL_COMPACTION_JOB, settings)
+    compaction = reconstructable(names.full_compaction_job(ACCOUNTS), settings)
     target = specs(settings)[0].target()
     with dg.execute_job(compaction, instance=instance, run_config=full_compaction_run_config(target),
                         tags=compaction_tags(ACCOUNTS)) as result:
@@ -421,7 +421,7 @@ def test_the_readme_kubernetes_code_location_loads_and_validates(tmp_path: Path,
         defs = dg.load_from_defs_folder(path_within_project=project)
         ingest = defs.resolve_job_def(names.ingestion_job(ACCOUNTS))
         assert ingest.executor_def.name == "k8s_cdc_accounts"
-        assert defs.resolve_job_def(names.FULL_COMPACTION_JOB).executor_def.name.startswith("k8s")
+        assert defs.resolve_job_def(names.full_compaction_job(ACCOUNTS)).executor_def.name.startswith("k8s")
         steps = {node.name for node in defs.resolve_assets_def(dg.AssetKey(["cdc", "accounts"])).node_def.nodes}
         assert steps == {names.plan_writes_op(ACCOUNTS), names.write_share_op(ACCOUNTS), names.commit_op(ACCOUNTS)}
         broken = body.replace("job_namespace: data\n    env_secrets", "job_namespac: data\n    env_secrets")

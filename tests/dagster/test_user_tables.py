@@ -161,7 +161,7 @@ def test_user_tables_get_everything(project: Path, flavour: str, instance: dg.Da
     tick = tick_sensor(defs, instance, names.compaction_sensor("crm.customers"))
     assert len(tick.run_requests) == 1, tick.skip_message
     [request] = tick.run_requests
-    compacted = run_request(defs, instance, request, names.COMPACTION_JOB)
+    compacted = run_request(defs, instance, request, names.compaction_job("crm.customers"))
     assert compacted.success
     [observed] = [o for o in observations(instance, CUSTOMERS) if keys.COMPACTION_SNAPSHOT_ID in o.metadata]
     assert observed.partition == DAYS[0]

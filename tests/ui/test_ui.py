@@ -11,7 +11,7 @@ screenshots as ``.ui-screenshots/<test name>-<step>.png``:
    dialog: its runs succeed with their steps in the run's own process, in seconds, without
    listing the table for ``no_orphan_files``; the Partitions tab shows the three materialized;
 3. one day of ``shop/orders`` (five commits) makes ``compact_shop_orders_sensor`` request
-   ``paimon_full_compaction_job``: the tick and its run on the sensor's page, then the run page;
+   ``full_compact_shop_orders_job``: the tick and its run on the sensor's page, then the run page;
 4. the compaction's observation in ``shop/orders``' Events tab, and the metadata plots; the
    columns after the run still as declared.
 
@@ -52,7 +52,7 @@ TABLES_YAML = REPO_ROOT / "pipelines" / "demo" / "defs" / "tables" / "defs.yaml"
 CHECKS = {names.DATA_CHECK, LEVEL0_CHECK, SMALL_FILES_CHECK, RETENTION_CHECK, ORPHANS_CHECK}
 ORDERS = "shop.orders"
 SENSOR = names.compaction_sensor("shop.orders")
-FULL_JOB = names.FULL_COMPACTION_JOB
+FULL_JOB = names.full_compaction_job(ORDERS)
 LOGS_DAYS = ["2024-01-01", "2024-01-02", "2024-01-03"]
 ORDERS_DAY = "2024-01-01"
 # Runs wait in the queue behind each other (one writer per table) and each starts a process

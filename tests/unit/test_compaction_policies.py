@@ -16,7 +16,6 @@ from paimon_core.compaction.state import BucketState, LsmState
 from pipelines.compaction.lsm import small_files_outcome
 from pipelines.compaction.sensor import REASON_FULL_DUE, REASON_LEVEL0, decide
 from pipelines.compaction.tasks import FollowState, mapping_key, needs_work, plan_tasks
-from pipelines.names import COMPACTION_JOB, FULL_COMPACTION_JOB
 from pipelines.target import TableTarget
 
 ORDERS_TABLE = "shop.orders"
@@ -31,19 +30,20 @@ def bucket(partition: str, level_files: tuple[int, ...], index: int = 0) -> Buck
 
 
 A, B, C = "dt=2024-01-01", "dt=2024-01-02", "dt=2024-01-03"
+FULL, MINOR = True, False  # the kind of compaction a request asks for
 SETTLED = (0, 0, 0, 1)
 
 
 @pytest.mark.parametrize(("buckets", "since", "changelog", "expected"), [
     # 5 commits since the last full compaction: every partition still above the max level.
     ([bucket(A, (2, 0, 0, 1)), bucket(B, SETTLED), bucket(C, (0, 1, 0, 1))], 5, True,
-     (FULL_COMPACTION_JOB, (A, C), (REASON_FULL_DUE,), 2)),
+     (FULL, (A, C), (REASON_FULL_DUE,), 2)),
     ([bucket(A, (2, 0, 0, 1)), bucket(B, SETTLED)], 4, True, None),  # not due, level 0 below 5
     ([bucket(A, (5, 0, 0, 1)), bucket(B, (1, 0, 0, 0))], 4, True,  # level 0: full, only where it is over
-     (FULL_COMPACTION_JOB, (A,), (REASON_LEVEL0,), 5)),
-    ([bucket(A, (5, 0, 0, 1)), bucket(B, (1, 0, 0, 0))], 4, False, (COMPACTION_JOB, (A,), (REASON_LEVEL0,), 5)),
+     (FULL, (A,), (REASON_LEVEL0,), 5)),
+    ([bucket(A, (5, 0, 0, 1)), bucket(B, (1, 0, 0, 0))], 4, False, (MINOR, (A,), (REASON_LEVEL0,), 5)),
     ([bucket(A, (6, 0, 0, 1)), bucket(B, (1, 0, 0, 0))], 5, True,
-     (FULL_COMPACTION_JOB, (A, B), (REASON_FULL_DUE, REASON_LEVEL0), 6)),
+     (FULL, (A, B), (REASON_FULL_DUE, REASON_LEVEL0), 6)),
     ([bucket(A, SETTLED), bucket(B, SETTLED)], 5, True, None),  # due, but nothing left to fold
 ])
 def test_decide(buckets: list[BucketState], since: int, changelog: bool, expected: tuple[Any, ...] | None) -> None:
@@ -51,7 +51,7 @@ def test_decide(buckets: list[BucketState], since: int, changelog: bool, expecte
 
     request = decide(state, threshold=5, primary_key=True, changelog=changelog)
 
-    got = None if request is None else (request.job_name, request.partitions, request.reasons, request.worst_level0)
+    got = None if request is None else (request.full, request.partitions, request.reasons, request.worst_level0)
     assert got == expected
 
 
@@ -59,7 +59,7 @@ def test_append_tables_never_get_scheduled_full_compactions() -> None:
     state = LsmState("logs.events", 9, 8, (bucket(A, (3,)),), full_compaction_every=1, commits_since_full=1)
 
     assert decide(state, threshold=5, primary_key=False, changelog=False) is None
-    assert decide(state, threshold=3, primary_key=False, changelog=False).job_name == COMPACTION_JOB
+    assert decide(state, threshold=3, primary_key=False, changelog=False).full is MINOR
 
 
 def with_small_files(level_files: tuple[int, ...], small: int) -> BucketState:

@@ -17,8 +17,7 @@ OWNERS = {ROOT / "pipelines" / "names.py", ROOT / "resources" / "keys.py"}
 SPELLED = re.compile(
     r"paimon/[a-z]"  # a tag, metadata key or prefix
     r"|paimon-write/"  # a pool
-    r"|\b(?:ingest|land|changes|compact)_\w*_(?:job|sensor|schedule)\b"  # a table's job, schedule or sensor
-    r"|\bpaimon_(?:compaction|full_compaction|expire_snapshots|remove_orphan_files)_job\b"  # a shared job
+    r"|\b(?:ingest|land|changes|compact|full_compact)_\w*_(?:job|sensor|schedule)\b"  # a table's job, schedule, sensor
     r"|\b(?:expire_snapshots|remove_orphan_files)_[a-z]\w*"  # a maintenance schedule
     r"|^(?:partition_valid|level0_below_stop_trigger|snapshots_within_retention|no_orphan_files)$"
     r"|^dagster\.(?:run_id|asset_key|write_mode|partition)$")  # a snapshot property
