@@ -1,0 +1,190 @@
+"""A user's project in the ``dg`` layout: a ``PaimonTables`` component per team folder and a Python
+declaration beside them, in one code location.
+
+The project is written here as a user writes one (``pyproject.toml``, ``definitions.py`` loading
+the defs folder, ``defs/web/defs.yaml``, ``defs/crm/defs.yaml``, ``defs/finance.py``). It must pass
+``dg check yaml``, ``dg check defs`` and ``dagster definitions validate``, and each of its tables
+must be ingested, compacted by its own sensor's run and maintained by its own schedules' runs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt_
+import importlib
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import dagster as dg
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import paimon_core as pc
+from pipelines import names
+from resources.keys import COMPACTION_TAG
+
+REPO = Path(__file__).resolve().parents[2]
+DAY = "2024-01-02"
+TABLES = ("web.clicks", "crm.customers", "finance.ledger")
+FILES = {
+    "pyproject.toml": """\
+[tool.dg]
+directory_type = "project"
+
+[tool.dg.project]
+root_module = "teams"
+""",
+    "teams/__init__.py": "",
+    "teams/definitions.py": """\
+from pathlib import Path
+
+import dagster as dg
+
+defs = dg.load_from_defs_folder(path_within_project=Path(__file__).parent)
+""",
+    "teams/defs/__init__.py": "",
+    "teams/defs/web/defs.yaml": """\
+type: pipelines.component.PaimonTables
+attributes:
+  warehouse: "{{ env.PAIMON_WAREHOUSE }}"
+  tables:
+    - table: web.clicks
+      columns: [{name: ts, type: TIMESTAMP(6)}, {name: url, type: STRING NOT NULL}, {name: dt, type: STRING NOT NULL}]
+      primary_key: [dt, url]
+      partition_keys: [dt]
+      options: {bucket: "1", num-sorted-run.compaction-trigger: "2"}
+      partitions: {kind: daily, start: "2024-01-01", end: "2024-01-08"}
+      ingestion:
+        mode: upsert
+        landing: {path: "{{ env.LANDING_ROOT }}/clicks/dt={partition}/*.parquet"}
+""",
+    "teams/defs/crm/defs.yaml": """\
+type: pipelines.component.PaimonTables
+attributes:
+  warehouse: "{{ env.PAIMON_WAREHOUSE }}"
+  tables:
+    - table: crm.customers
+      columns: [{name: dt, type: STRING NOT NULL}, {name: id, type: BIGINT NOT NULL}, {name: name, type: STRING}]
+      primary_key: [dt, id]
+      partition_keys: [dt]
+      options: {bucket: "1", num-sorted-run.compaction-trigger: "2"}
+      partitions: {kind: daily, start: "2024-01-01", end: "2024-01-08"}
+      ingestion: {mode: upsert, function: "teams.sources:customers"}
+""",
+    "teams/defs/finance.py": """\
+import os
+
+import dagster as dg
+
+from pipelines import Column, Ingestion, PaimonTableSpec, Partitions, paimon_definitions
+from teams.sources import ledger
+
+
+@dg.definitions
+def defs() -> dg.Definitions:
+    spec = PaimonTableSpec(
+        "finance.ledger", columns=(Column("dt", "STRING"), Column("amount", "BIGINT")), partition_keys=("dt",),
+        options={"compaction.min.file-num": "2"},
+        partitions=Partitions("daily", start="2024-01-01", end="2024-01-08"),
+        ingestion=Ingestion(mode="append", function=ledger))
+    return paimon_definitions([spec], warehouse=os.environ["PAIMON_WAREHOUSE"])
+""",
+    "teams/sources.py": """\
+import dagster as dg
+import pyarrow as pa
+
+
+def customers(context: dg.AssetExecutionContext) -> pa.Table:
+    return pa.table({"id": pa.array([1, 2, 3], pa.int64()), "name": ["a", "b", context.partition_key]})
+
+
+def ledger(context: dg.AssetExecutionContext) -> pa.Table:
+    return pa.table({"amount": pa.array([10, -4], pa.int64())})
+""",
+}
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    root = tmp_path / "teams_project"
+    for path, body in FILES.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(body)
+    monkeypatch.setenv("PAIMON_WAREHOUSE", str(tmp_path / "warehouse"))
+    monkeypatch.setenv("LANDING_ROOT", str(tmp_path / "landing"))
+    monkeypatch.syspath_prepend(str(root))
+    yield root
+    for module in [m for m in sys.modules if m.split(".")[0] == "teams"]:
+        del sys.modules[module]
+
+
+def command(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """A command of this environment's ``bin`` in the project, as its user runs it."""
+    home = project.parent / "dagster_home"
+    home.mkdir(exist_ok=True)
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(project), str(REPO)]), "DAGSTER_HOME": str(home)}
+    return subprocess.run([str(Path(sys.executable).parent / args[0]), *args[1:]], cwd=project, env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+
+
+def land_clicks(day: str, part: int) -> None:
+    folder = Path(os.environ["LANDING_ROOT"]) / "clicks" / f"dt={day}"
+    folder.mkdir(parents=True, exist_ok=True)
+    start = dt_.datetime.fromisoformat(day)
+    pq.write_table(pa.table({"ts": pa.array([start + dt_.timedelta(minutes=part)], pa.timestamp("us")),
+                             "url": [f"/p{part}"]}), folder / f"part-{part}.parquet")
+
+
+def run(defs: dg.Definitions, instance: dg.DagsterInstance, job: str, request: dg.RunRequest | None = None,
+        partition: str | None = None) -> dg.ExecuteInProcessResult:
+    result = defs.resolve_job_def(job).execute_in_process(
+        instance=instance, partition_key=partition or (request.partition_key if request else None),
+        run_config=request.run_config if request else None, tags=request.tags if request else None)
+    assert result.success
+    return result
+
+
+def test_the_project_passes_the_dg_and_dagster_checks(project: Path) -> None:
+    for args, said in ((("dg", "check", "yaml"), "All component YAML validated successfully"),
+                       (("dg", "check", "defs"), "All definitions loaded successfully"),
+                       (("dagster", "definitions", "validate", "-m", "teams.definitions"), "Validation successful")):
+        done = command(project, *args)
+        assert done.returncode == 0 and said in done.stdout + done.stderr, done.stdout + done.stderr
+
+
+def test_every_table_is_ingested_compacted_and_maintained(project: Path, instance: dg.DagsterInstance) -> None:
+    defs = importlib.import_module("teams.definitions").defs
+    jobs = {job.name for job in defs.resolve_all_job_defs()}
+    for table in TABLES:
+        assert {names.ingestion_job(table), names.compaction_job(table), names.full_compaction_job(table),
+                names.expire_job(table), names.orphans_job(table)} <= jobs
+    catalog = pc.Catalog(os.environ["PAIMON_WAREHOUSE"])
+
+    # Two commits in one partition of each table: the compaction triggers (2) are reached.
+    for part in range(2):
+        land_clicks(DAY, part)
+        run(defs, instance, names.ingestion_job("web.clicks"), partition=DAY)
+        run(defs, instance, names.ingestion_job("crm.customers"), partition=DAY)
+        run(defs, instance, names.ingestion_job("finance.ledger"), partition=DAY)
+    assert catalog.get_table("web.clicks").read().num_rows == 2  # the day's files, upserted: 1, then 2
+    assert catalog.get_table("crm.customers").read().num_rows == 3
+    assert catalog.get_table("finance.ledger").read().num_rows == 4
+
+    for table in TABLES:
+        with dg.build_sensor_context(instance=instance, definitions=defs, resources=defs.resources) as context:
+            tick = defs.resolve_sensor_def(names.compaction_sensor(table)).evaluate_tick(context)
+        [request] = tick.run_requests or []
+        assert request.job_name == names.compaction_job(table)
+        compacted = run(defs, instance, request.job_name, request)
+        assert compacted.dagster_run.tags[COMPACTION_TAG] == table
+        assert catalog.get_table(table).lsm_state().max_level0_files <= 1
+
+        for schedule_name in (names.expire_schedule(table), names.orphans_schedule(table)):
+            schedule = defs.resolve_schedule_def(schedule_name)
+            with dg.build_schedule_context(instance=instance, resources=defs.resources) as context:
+                [request] = schedule.evaluate_tick(context).run_requests or []
+            run(defs, instance, schedule.job_name, request)
