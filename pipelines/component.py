@@ -27,17 +27,20 @@ declared in Python gets.
 # No `from __future__ import annotations`: Dagster derives the YAML schema from these
 # annotations as real types.
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
 import dagster as dg
+from pydantic import BaseModel
 
 from pipelines.errors import TableDefinitionError
 from pipelines.executors import executor_named
 from pipelines.factory import paimon_definitions
 from pipelines.spec.declaration import PaimonTableSpec
+from pipelines.spec.environment import unset_variables
 from pipelines.spec.yaml_forms import doc
 
 
@@ -56,6 +59,16 @@ class PaimonTables(dg.Component, dg.Resolvable):
         "(default), multiprocess, dask, k8s, celery.")] = None
     executor_config: Annotated[Mapping[str, Any], doc("That executor's config (as in run config).")] = \
         field(default_factory=dict)
+
+    @classmethod
+    def load(cls, attributes: BaseModel | None, context: dg.ComponentLoadContext) -> "PaimonTables":
+        """Refuse a bare ``{{ env.X }}`` of an unset variable before Dagster renders it as nothing."""
+        raw = attributes.model_dump(exclude_unset=True) if attributes is not None else {}
+        unset = list(unset_variables(raw, os.environ))
+        if unset:
+            where = context.path / "defs.yaml"
+            raise TableDefinitionError(f"{where}: " + "; ".join(u.message() for u in unset), field=unset[0].field)
+        return super().load(attributes, context)
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         executor = executor_named(self.executor, self.executor_config, table="(code location)", field="executor") \

@@ -36,6 +36,7 @@ from pipelines.spec.declaration import PaimonTableSpec, check_unique
 from pipelines.spec.parts import Ingestion
 from pipelines.target import TableTarget
 from resources import PaimonCatalogResource, PaimonTableIOManager
+from resources.catalog import checked_warehouse
 from resources.keys import CATALOG_KEY, IO_MANAGER_KEY
 
 # Resource objects per warehouse (and per catalog object), so that definitions built by several
@@ -45,7 +46,13 @@ _RESOURCES: dict[Any, dict[str, Any]] = {}
 
 
 def catalog_for(warehouse: str, storage_options: Mapping[str, Any] | None = None) -> PaimonCatalogResource:
-    """The catalog resource of ``warehouse`` (one object per warehouse and options)."""
+    """The catalog resource of ``warehouse`` (one object per warehouse and options); a warehouse
+    that cannot be one (empty: an unset environment variable, most likely) is refused by name."""
+    try:
+        checked_warehouse(warehouse)
+    except ValueError as exc:
+        hint = " (is the environment variable it comes from set?)" if not warehouse.strip() else ""
+        raise TableDefinitionError(f"paimon_definitions: {exc}{hint}", field="warehouse") from None
     options = sorted((str(k), v.env_var_name if isinstance(v, dg.EnvVar) else str(v), type(v).__name__)
                      for k, v in (storage_options or {}).items())
     key = (str(warehouse), tuple(options))

@@ -188,3 +188,30 @@ def test_every_table_is_ingested_compacted_and_maintained(project: Path, instanc
             with dg.build_schedule_context(instance=instance, resources=defs.resources) as context:
                 [request] = schedule.evaluate_tick(context).run_requests or []
             run(defs, instance, schedule.job_name, request)
+
+
+@pytest.mark.parametrize(("variable", "where"), [("LANDING_ROOT", "web/defs.yaml: tables[0].ingestion.landing.path"),
+                                                 ("PAIMON_WAREHOUSE", "defs.yaml: warehouse")])
+def test_an_unset_environment_variable_fails_the_load_naming_it(project: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                variable: str, where: str) -> None:
+    monkeypatch.delenv(variable)
+
+    with pytest.raises(Exception) as raised:
+        dg.load_from_defs_folder(path_within_project=project)
+
+    causes, cause = [], raised.value
+    while cause is not None:
+        causes.append(str(cause))
+        cause = cause.__cause__ or cause.__context__
+    text = "\n".join(causes)
+    assert f"{where}: environment variable {variable} is not set" in text, text
+    assert not list(project.rglob("None")), "nothing is created under a path named None"
+
+
+def test_an_empty_warehouse_in_python_is_refused_by_name() -> None:
+    from pipelines import paimon_definitions
+    from pipelines.errors import TableDefinitionError
+
+    with pytest.raises(TableDefinitionError, match="warehouse is empty.*is the environment variable it comes from set") as raised:
+        paimon_definitions([], warehouse=os.environ.get("PAIMON_UNSET_WAREHOUSE", ""))
+    assert raised.value.field == "warehouse"
