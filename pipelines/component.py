@@ -41,9 +41,11 @@ from pipelines.executors import executor_named
 from pipelines.factory import paimon_definitions
 from pipelines.spec.declaration import PaimonTableSpec
 from pipelines.spec.environment import unset_variables
+from pipelines.spec.scaffold import PaimonTablesScaffolder
 from pipelines.spec.yaml_forms import doc
 
 
+@dg.scaffold_with(PaimonTablesScaffolder)
 @dataclass
 class PaimonTables(dg.Component, dg.Resolvable):
     """Paimon tables declared in YAML, each with its asset, ingestion, compaction and maintenance."""

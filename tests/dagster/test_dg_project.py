@@ -212,6 +212,40 @@ def test_an_empty_warehouse_in_python_is_refused_by_name() -> None:
     from pipelines import paimon_definitions
     from pipelines.errors import TableDefinitionError
 
-    with pytest.raises(TableDefinitionError, match="warehouse is empty.*is the environment variable it comes from set") as raised:
+    refusal = "warehouse is empty.*is the environment variable it comes from set"
+    with pytest.raises(TableDefinitionError, match=refusal) as raised:
         paimon_definitions([], warehouse=os.environ.get("PAIMON_UNSET_WAREHOUSE", ""))
     assert raised.value.field == "warehouse"
+
+
+def test_dg_lists_the_component_and_scaffolds_one_that_loads_as_it_is(tmp_path: Path, instance: dg.DagsterInstance,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "fresh_project"
+    for path in ("pyproject.toml", "teams/__init__.py", "teams/definitions.py", "teams/defs/__init__.py"):
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(FILES[path])
+    listed = command(root, "dg", "list", "components")
+    assert "pipelines.component.PaimonTables" in listed.stdout, listed.stdout + listed.stderr
+
+    scaffolded = command(root, "dg", "scaffold", "defs", "pipelines.component.PaimonTables", "team-a")
+    assert scaffolded.returncode == 0, scaffolded.stdout + scaffolded.stderr
+    for check in (("dg", "check", "yaml"), ("dg", "check", "defs")):
+        done = command(root, *check)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    # Unchanged, it ingests the files landed in the project for its example table.
+    monkeypatch.syspath_prepend(str(root))
+    try:
+        defs = dg.load_from_defs_folder(path_within_project=root)
+        folder = root / "landing" / "events" / "dt=2024-01-01"
+        folder.mkdir(parents=True)
+        pq.write_table(pa.table({"ts": pa.array([dt_.datetime(2024, 1, 1, 9)], pa.timestamp("us")), "name": ["a"]}),
+                       folder / "part-0.parquet")
+        with dg.build_sensor_context(instance=instance, definitions=defs, resources=defs.resources) as context:
+            [request] = defs.resolve_sensor_def(names.landing_sensor("team_a.events")).evaluate_tick(
+                context).run_requests or []
+        run(defs, instance, names.ingestion_job("team_a.events"), request)
+    finally:
+        for module in [m for m in sys.modules if m.split(".")[0] == "teams"]:
+            del sys.modules[module]
+    assert pc.Catalog(str(root / "warehouse")).get_table("team_a.events").read().num_rows == 1
