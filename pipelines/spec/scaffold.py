@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 
 import dagster as dg
-from dagster.components.component_scaffolding import scaffold_component
 
 EXAMPLE = """\
 # Paimon tables: each gets its asset, ingestion job, compaction sensor and jobs, maintenance
@@ -57,7 +56,7 @@ class PaimonTablesScaffolder(dg.Scaffolder):
 
     def scaffold(self, request: dg.ScaffoldRequest) -> None:
         if request.scaffold_format != "yaml":
-            scaffold_component(request)
+            dg.scaffold_component(request)
             return
         text = EXAMPLE.format(type=request.type_name, database=database_name(request.target_path.name))
         if request.append:
