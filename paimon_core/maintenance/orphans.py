@@ -11,6 +11,7 @@ skipped; any other metadata that cannot be read stops the cleanup with nothing d
 
 from __future__ import annotations
 
+import datetime
 import logging
 import re
 import time
@@ -72,7 +73,8 @@ class OrphanFilesClean:
         now = int(time.time() * 1000)
         older_than = now - DAY_MS if older_than_ms is None else older_than_ms
         if older_than > now - SAFE_FLOOR_MS and not force:
-            raise OptionError(f"orphan cleanup of table {self.table.name}: older_than {older_than} is within "
+            moment = datetime.datetime.fromtimestamp(older_than / 1000, datetime.UTC).isoformat(timespec="seconds")
+            raise OptionError(f"orphan cleanup of table {self.table.name}: older_than {moment} is within "
                               f"{SAFE_FLOOR_MS // 60000} minutes of now, where files of commits in flight live; "
                               "pass force=True if no writer is running")
         candidates = []

@@ -31,6 +31,7 @@ from pipelines.spec.validation import (
     check_compaction,
     check_ingestion,
     check_maintenance,
+    check_name,
     check_partitions,
     check_threshold,
 )
@@ -184,6 +185,7 @@ class PaimonTableSpec(dg.Resolvable):
     def validate(self) -> None:
         """Refuse a declaration that cannot work, naming the field; nothing is written."""
         table = self.table
+        check_name(self)
         if not self.column_list:
             raise fail(table, "columns", "no columns declared")
         for index, column in enumerate(self.column_list):

@@ -6,7 +6,10 @@ when the spec is built, so a bad declaration fails when the definitions load.
 
 from __future__ import annotations
 
+import difflib
 import inspect
+import re
+import zoneinfo
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -26,6 +29,8 @@ if TYPE_CHECKING:
 
 PARTITION_KINDS = ("none", "daily", "hourly", "weekly", "monthly", "static")
 COMPACTION_JOBS = ("minor", "full")
+# What Dagster allows in a definition name (and a group name segment).
+DAGSTER_NAME = re.compile(r"^[A-Za-z0-9_]+$")
 # The parameter of a source function that receives its share of a fanned-out partition.
 SLICE_PARAMETER = "ingest_slice"
 
@@ -109,10 +114,36 @@ def check_checks(spec: PaimonTableSpec) -> None:
         raise fail(spec.table, "checks.min_rows", f"must be >= 0, got {spec.checks.min_rows}")
 
 
+def check_name(spec: PaimonTableSpec) -> None:
+    """The table's name makes its Dagster names (jobs, sensors, schedules, the default group),
+    which allow letters, digits and ``_`` only: refuse others here, naming the one to use."""
+    table = spec.table
+    parts = table.split(".")
+    if len(parts) != 2 or not all(DAGSTER_NAME.match(part) for part in parts):
+        fixed = ".".join(re.sub(r"\W", "_", part) for part in parts) if len(parts) == 2 else None
+        hint = f"; e.g. {fixed}" if fixed and all(DAGSTER_NAME.match(p) for p in fixed.split(".")) else ""
+        raise fail(table, "table", f"{table!r} must be database.table, each of letters, digits and _ (the table's "
+                   f"Dagster jobs, sensors and schedules are named after it){hint}")
+
+
+def check_timezone(spec: PaimonTableSpec) -> None:
+    """A time zone Python knows, or the name of the nearest one."""
+    zone = spec.partitions.timezone
+    if not zone:
+        return
+    try:
+        zoneinfo.ZoneInfo(zone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        near = difflib.get_close_matches(zone, sorted(zoneinfo.available_timezones()), n=1)
+        hint = f"; did you mean {near[0]}?" if near else " (an IANA name such as Europe/Paris or UTC)"
+        raise fail(spec.table, "partitions.timezone", f"{zone!r} is not a time zone{hint}") from None
+
+
 def check_partitions(spec: PaimonTableSpec) -> None:
     table, parts = spec.table, spec.partitions
     if parts.kind not in PARTITION_KINDS:
         raise fail(table, "partitions.kind", f"{parts.kind!r} is not one of {', '.join(PARTITION_KINDS)}")
+    check_timezone(spec)
     if parts.kind == "none":
         if parts.mapping:
             raise fail(table, "partitions.mapping", "given for an unpartitioned asset; set partitions.kind")

@@ -8,6 +8,7 @@ files the test planted; never from the pipeline code under test.
 import dataclasses
 import datetime as dt_
 import os
+import re
 import shutil
 import time
 from collections.abc import Mapping
@@ -264,6 +265,9 @@ def test_recent_window_needs_force_and_no_writer_running(project_defs: dg.Defini
     refused = run(run_job, ORPHANS_JOB, orphans_run_config(target, older_than="now"), raise_on_error=False)
     [failure] = [e for e in refused.all_events if e.event_type_value == "STEP_FAILURE"]
     assert "pass force=True" in str(failure.event_specific_data.error) and stray.exists()
+    # The window is said as a time, not as epoch milliseconds.
+    moment = r"older_than \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00 is within"
+    assert re.search(moment, str(failure.event_specific_data.error))
 
     # A compaction run, or an ingestion run, of the table in progress: its files may be in flight.
     writer = instance.create_run_for_job(project_defs.resolve_job_def(COMPACTION_JOB),

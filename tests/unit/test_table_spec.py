@@ -78,12 +78,23 @@ def test_an_arrow_schema_is_accepted_as_columns() -> None:
     ({"asset_key": ("lake", "")}, "asset_key"),
     ({"ingestion": Ingestion(mode="upsert", function=source, executor="kubernetes")}, "ingestion.executor"),
     ({"ingestion": Ingestion(mode="upsert", function=source, extra_columns="drop")}, "ingestion.extra_columns"),
+    ({"partitions": Partitions("daily", start="2024-01-01", timezone="Europe/Pariss")},
+     "partitions.timezone: 'Europe/Pariss' is not a time zone; did you mean Europe/Paris?"),
 ])
 def test_bad_declarations_name_the_table_and_the_field(changes: dict[str, Any], message: str) -> None:
     with pytest.raises(TableDefinitionError) as error:
         spec(**changes)
     assert "crm.customers" in str(error.value)
     assert message in str(error.value)
+
+
+@pytest.mark.parametrize(("table", "hint"), [("crm-eu.customers", "; e.g. crm_eu.customers"),
+                                             ("customers", ""), ("crm.customers v2", "; e.g. crm.customers_v2")])
+def test_a_table_name_dagster_cannot_name_definitions_after_is_refused(table: str, hint: str) -> None:
+    with pytest.raises(TableDefinitionError) as error:
+        spec(table=table)
+    assert str(error.value).startswith(f"table {table}: table: {table!r} must be database.table")
+    assert str(error.value).endswith(f"named after it){hint}") and error.value.field == "table"
 
 
 def test_upsert_needs_a_primary_key() -> None:
