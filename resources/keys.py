@@ -44,6 +44,9 @@ FOLLOW_TAG = "paimon/compaction-follow"
 CONSUMER_TAG = "paimon/consumer"
 # How many landed files the landing sensor saw for the partition it launched.
 LANDED_FILES_TAG = "paimon/landed-files"
+# Dagster's own tag of a run a sensor requested with a run key (read back to tell a landed
+# partition's outcome).
+RUN_KEY_TAG = "dagster/run_key"
 
 # ---- Definition metadata of an asset -------------------------------------------------------
 

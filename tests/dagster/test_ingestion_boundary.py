@@ -20,6 +20,7 @@ import pytest
 
 import paimon_core as pc
 from pipelines import Column, Ingestion, LandingLocation, PaimonTableSpec, Partitions, names, paimon_definitions
+from resources.keys import RUN_KEY_TAG
 from tests.dagster.test_user_tables import tick_sensor
 from tests.support.dagster_runs import one_line_failure
 
@@ -81,9 +82,10 @@ def sensor_run(defs: dg.Definitions, instance: dg.DagsterInstance, cursor: str |
     if not requests:
         return None, tick.cursor
     request = requests[0]
+    # Tagged with its run key as the daemon tags the runs it launches for a sensor.
     result = defs.resolve_job_def(request.job_name or JOB).execute_in_process(
-        run_config=request.run_config, tags=request.tags, instance=instance, partition_key=request.partition_key,
-        raise_on_error=False)
+        run_config=request.run_config, tags={**request.tags, RUN_KEY_TAG: request.run_key}, instance=instance,
+        partition_key=request.partition_key, raise_on_error=False)
     return result, tick.cursor
 
 
@@ -108,7 +110,7 @@ def test_a_broken_delivery_is_refused_by_the_sensor_launched_run(tmp_path: Path,
     content = {"empty": b"", "header-less": csv_rows(70).split("\n", 1)[1], "cut": csv_rows(70)[:-2]}[bad]
     land(tmp_path / "landing", "part-0.csv", content)  # the upload of a new version died
 
-    result, _ = sensor_run(defs, instance, cursor)
+    result, cursor = sensor_run(defs, instance, cursor)
 
     assert result is not None, "a changed delivery launches its partition"
     message = one_line_failure(result)
@@ -116,6 +118,10 @@ def test_a_broken_delivery_is_refused_by_the_sensor_launched_run(tmp_path: Path,
     assert {"empty": "the file is empty (0 bytes)", "header-less": "a file without a header row",
             "cut": "does not end with a line break"}[bad] in message
     assert state(table) == before, "a refused delivery leaves the table as it was"
+    # The next tick launches nothing and says so, naming the partition whose run failed.
+    skipped = tick_sensor(defs, instance, SENSOR, cursor=cursor).skip_message or ""
+    assert f"1 partition(s) with files: 0 ingested, 1 whose run failed ({HOUR}): they run again when their " \
+           "files change" in skipped
 
 
 def test_a_header_only_delivery_empties_a_partition_only_when_declared(tmp_path: Path,

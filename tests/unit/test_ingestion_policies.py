@@ -6,10 +6,12 @@ No table, no Dagster instance: ``make check`` runs them.
 
 from __future__ import annotations
 
+import dagster as dg
 import pyarrow as pa
 
 from pipelines.ingestion.consumer import PendingChanges
 from pipelines.ingestion.fanout import IngestSlice, plan_slices
+from pipelines.ingestion.landing_sensor import landed_outcomes
 from resources.landing_location import LandedFile
 from resources.writes import chunked
 
@@ -38,3 +40,16 @@ def test_pending_changes_need_a_snapshot() -> None:
     assert PendingChanges(progress=None, latest=3).due
     assert not PendingChanges(progress=4, latest=3).due
     assert PendingChanges(progress=2, latest=9, unscanned=True).due
+
+
+def test_a_quiet_landing_tick_says_how_the_launched_partitions_fared() -> None:
+    expected = {f"2024-01-0{d}": f"t:2024-01-0{d}:f{d}" for d in range(1, 9)}
+    latest = {f"t:2024-01-0{d}:f{d}": dg.DagsterRunStatus.FAILURE for d in range(1, 7)}
+    latest["t:2024-01-07:f7"] = dg.DagsterRunStatus.SUCCESS
+
+    text = landed_outcomes(expected, latest)
+
+    assert text == ("8 partition(s) with files: 1 ingested, 6 whose run failed (2024-01-01, 2024-01-02, 2024-01-03, "
+                    "2024-01-04, 2024-01-05 and 1 more): they run again when their files change, or re-execute their "
+                    "runs, 1 in progress or not known to this instance")
+    assert landed_outcomes({"a": "k"}, {"k": dg.DagsterRunStatus.SUCCESS}) == "1 partition(s) with files: 1 ingested"
