@@ -27,6 +27,7 @@ declared in Python gets.
 # No `from __future__ import annotations`: Dagster derives the YAML schema from these
 # annotations as real types.
 
+import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,8 +42,15 @@ from pipelines.executors import executor_named
 from pipelines.factory import paimon_definitions
 from pipelines.spec.declaration import PaimonTableSpec
 from pipelines.spec.environment import unset_variables
+from pipelines.spec.parts import Column, Compaction, DataChecks, Ingestion, Maintenance, Partitions
 from pipelines.spec.scaffold import PaimonTablesScaffolder
+from pipelines.spec.validation import typo_of
+from pipelines.spec.yaml_errors import hinted_model
 from pipelines.spec.yaml_forms import doc
+from resources.landing_location import LandingLocation
+
+# The dataclasses of the YAML schema, whose fields a misspelt field is matched against.
+SCHEMA_CLASSES = (PaimonTableSpec, Column, Partitions, Ingestion, Compaction, Maintenance, DataChecks, LandingLocation)
 
 
 @dg.scaffold_with(PaimonTablesScaffolder)
@@ -61,6 +69,13 @@ class PaimonTables(dg.Component, dg.Resolvable):
         "(default), multiprocess, dask, k8s, celery.")] = None
     executor_config: Annotated[Mapping[str, Any], doc("That executor's config (as in run config).")] = \
         field(default_factory=dict)
+
+    @classmethod
+    def model(cls) -> type[BaseModel]:
+        """The YAML schema, whose errors name the field at fault at its line (``yaml_errors``)."""
+        fields_of = {f"{kind.__name__}Model": [f.name for f in dataclasses.fields(kind)]
+                     for kind in (cls, *SCHEMA_CLASSES)}
+        return hinted_model(dg.Resolvable.model.__func__(cls), fields_of, typo_of)  # type: ignore[attr-defined]
 
     @classmethod
     def load(cls, attributes: BaseModel | None, context: dg.ComponentLoadContext) -> "PaimonTables":

@@ -249,3 +249,27 @@ def test_dg_lists_the_component_and_scaffolds_one_that_loads_as_it_is(tmp_path: 
         for module in [m for m in sys.modules if m.split(".")[0] == "teams"]:
             del sys.modules[module]
     assert pc.Catalog(str(root / "warehouse")).get_table("team_a.events").read().num_rows == 1
+
+
+def test_a_misspelt_field_is_named_at_its_line_with_the_field_meant(project: Path) -> None:
+    crm = project / "teams" / "defs" / "crm" / "defs.yaml"
+    text = crm.read_text().replace("      primary_key: [dt, id]", "      primary_keys: [dt, id]")
+    crm.write_text(text.replace("function: ", "fucntion: "))
+
+    with pytest.raises(Exception) as raised:
+        dg.load_from_defs_folder(path_within_project=project)
+
+    causes, cause = [], raised.value
+    while cause is not None:
+        causes.append(str(cause))
+        cause = cause.__cause__ or cause.__context__
+    message = next(c for c in causes if "validation error" in c)
+    lines = crm.read_text().splitlines()
+    keys_line = next(i for i, line in enumerate(lines, 1) if "primary_keys" in line)
+    function_line = next(i for i, line in enumerate(lines, 1) if "fucntion" in line)
+    assert message.startswith("2 validation errors"), message
+    assert f"attributes.tables.0.primary_keys at {crm}:{keys_line}" in message
+    assert "unknown field primary_keys; did you mean primary_key?" in message
+    assert f"attributes.tables.0.ingestion.fucntion at {crm}:{function_line}" in message
+    assert "unknown field fucntion; did you mean function?" in message
+    assert "valid string" not in message  # none of the template alternatives nobody wrote
