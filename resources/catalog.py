@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import dagster as dg
@@ -69,18 +69,20 @@ class PaimonCatalogResource(dg.ConfigurableResource):
         return self.catalog().get_table(identifier)
 
     def ensure_table(self, identifier: str, *, schema: pa.Schema, partition_keys: Sequence[str] = (),
-                     primary_keys: Sequence[str] = (), options: dict[str, str] | None = None) -> pc.Table:
+                     primary_keys: Sequence[str] = (), options: dict[str, str] | None = None,
+                     report: Callable[[str], None] | None = None) -> pc.Table:
         """Create ``identifier`` (and its database) unless it exists.
 
         Creation is atomic in paimon_core, so two runs racing to create the table both end up
         with the same one; an existing table with other columns, partition keys or primary
-        keys raises ``TableExistsError`` instead of being written into.
+        keys raises ``TableExistsError`` instead of being written into. ``report`` is told, in
+        a line each, the options set on an existing table and those it keeps (a run's log).
         """
         catalog = self.catalog()
         catalog.create_database(identifier.split(".", 1)[0], exist_ok=True)
         table = catalog.create_table(identifier, schema=schema, partition_keys=partition_keys,
                                      primary_keys=primary_keys, options=options, exist_ok=True)
-        return reconcile_options(table, options or {})
+        return reconcile_options(table, options or {}, report=report)
 
 
 def fsspec_options(options: dict[str, str]) -> dict[str, Any]:
@@ -131,7 +133,8 @@ def checked_warehouse(warehouse: str) -> str:
     return warehouse
 
 
-def reconcile_options(table: pc.Table, wanted: dict[str, str]) -> pc.Table:
+def reconcile_options(table: pc.Table, wanted: dict[str, str], *,
+                      report: Callable[[str], None] | None = None) -> pc.Table:
     """Set the ``RECONCILED_OPTIONS`` of an existing table to ``wanted``; warn about other differences.
 
     Other options (bucket, merge engine, ...) decide how existing files are laid out or merged,
@@ -149,14 +152,20 @@ def reconcile_options(table: pc.Table, wanted: dict[str, str]) -> pc.Table:
             if attempt == 2:
                 raise
             continue
-        log.warning("table %s: set %s (was %s)", table.name,
-                    ", ".join(f"{c.key}={c.value}" for c in changes),
-                    ", ".join(f"{c.key}={current.get(c.key, '(unset)')}" for c in changes))
+        said = (f"table {table.name}: options changed by its declaration: "
+                + ", ".join(f"{c.key} {current.get(c.key, '(unset)')} -> {c.value}" for c in changes))
+        log.warning(said)
+        if report is not None:
+            report(said)
         break
     current = dict(table.schema.options)
     differing = {key: (current.get(key), value) for key, value in wanted.items()
                  if key not in RECONCILED_OPTIONS and current.get(key) != value}
     if differing:
-        log.warning("table %s exists with other options than the pipeline asks for; keeping them: %s",
-                    table.name, ", ".join(f"{k}={have!r} (wanted {want!r})" for k, (have, want) in differing.items()))
+        said = (f"table {table.name} exists with other options than its declaration asks for, which decide "
+                "how its files are laid out or merged; keeping them: "
+                + ", ".join(f"{k}={have!r} (wanted {want!r})" for k, (have, want) in differing.items()))
+        log.warning(said)
+        if report is not None:
+            report(said)
     return table

@@ -162,9 +162,12 @@ def code_references(spec: PaimonTableSpec, function: Callable[..., Any] | None,
         return dg.CodeReferencesMetadataValue(code_references=references)
 
 
-def ensure_table(catalog: PaimonCatalogResource, spec: PaimonTableSpec) -> pc.Table:
+def ensure_table(catalog: PaimonCatalogResource, spec: PaimonTableSpec,
+                 report: Callable[[str], None] | None = None) -> pc.Table:
+    """The spec's table, created if needed; options the declaration changed since are set (and
+    ``report`` told, as are those kept: see ``PaimonCatalogResource.ensure_table``)."""
     return catalog.ensure_table(spec.table, schema=spec.arrow_schema(), partition_keys=spec.partition_keys,
-                                primary_keys=spec.primary_key, options=spec.table_options())
+                                primary_keys=spec.primary_key, options=spec.table_options(), report=report)
 
 
 def ingest(context: dg.AssetExecutionContext, spec: PaimonTableSpec, produce: Callable[[pc.Table, dict[str, str]], Any]
@@ -179,8 +182,14 @@ def ingest(context: dg.AssetExecutionContext, spec: PaimonTableSpec, produce: Ca
     asset = spec.key.to_user_string()
     run = context.run
     user = commit_user_for(run.root_run_id or run.run_id, asset, partition_key)
+    changed: list[str] = []
+
+    def report(line: str) -> None:
+        context.log.warning(line)
+        changed.append(line)
+
     with permanent_failures(spec.table):
-        table = ensure_table(catalog, spec)
+        table = ensure_table(catalog, spec, report)
         done, _, landed = landed_commits(table, user)
         if not done and spec.ingestion.commit_every_rows:
             user = resumed_user(context, table, asset, partition_key) or user
@@ -191,7 +200,8 @@ def ingest(context: dg.AssetExecutionContext, spec: PaimonTableSpec, produce: Ca
                                                                  partition_key=partition_key, mode=mode),
                                   commit_every_rows=spec.ingestion.commit_every_rows,
                                   policy=spec.ingestion.input_policy())
-    return receipt_output(context, spec, table, values, receipt)
+    extra = {keys.INGEST_OPTIONS_CHANGED: dg.MetadataValue.text("; ".join(changed))} if changed else {}
+    return receipt_output(context, spec, table, values, receipt, **extra)
 
 
 def resumed_user(context: dg.AssetExecutionContext, table: pc.Table, asset: str,

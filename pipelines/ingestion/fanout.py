@@ -111,7 +111,7 @@ def _plan_op(steps: _Steps) -> dg.OpDefinition:
         """Create the table if needed and fan the partition out to its write steps."""
         key, values = _partition(context, spec)
         with permanent_failures(spec.table):
-            ensure_table(getattr(context.resources, CATALOG_KEY), spec)
+            ensure_table(getattr(context.resources, CATALOG_KEY), spec, context.log.warning)
         files = None
         if landing is not None and not steps.sharded:
             files = landing.files(key, values)

@@ -3,6 +3,7 @@ checks, jobs, schedules, sensors, and composing several declarations."""
 
 import dataclasses
 import datetime as dt_
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -298,3 +299,23 @@ def test_a_refused_table_in_a_defs_yaml_names_the_file_line_and_field(tmp_path: 
 def no_rows(context: Any) -> Any:
     """A source function the refused declaration above names (never called)."""
     raise AssertionError("a refused declaration runs nothing")
+
+
+def test_an_option_the_declaration_changed_is_said_in_the_run_and_its_metadata(
+        tmp_path: Path, instance: dg.DagsterInstance) -> None:
+    warehouse = str(tmp_path / "warehouse")
+    declared = spec_of(ORDERS_TABLE)
+    first = paimon_definitions([declared], warehouse=warehouse, resources=fixture_resources())
+    assert first.resolve_job_def(ORDERS_JOB).execute_in_process(partition_key="2024-01-01", instance=instance).success
+    edited = declared.with_options(options={**declared.options, "full-compaction.delta-commits": "3", "bucket": "2"})
+    second = paimon_definitions([edited], warehouse=warehouse, resources=fixture_resources())
+
+    result = second.resolve_job_def(ORDERS_JOB).execute_in_process(partition_key="2024-01-02", instance=instance)
+
+    said = [e.message for e in instance.all_logs(result.run_id) if e.level >= logging.WARNING]
+    assert any(f"table {ORDERS_TABLE}: options changed by its declaration: full-compaction.delta-commits 5 -> 3"
+               in line for line in said), said
+    assert any("keeping them: bucket='4' (wanted '2')" in line for line in said), said
+    [materialization] = result.get_asset_materialization_events()
+    changed = materialization.materialization.metadata[keys.INGEST_OPTIONS_CHANGED].value
+    assert "full-compaction.delta-commits 5 -> 3" in changed and "bucket='4' (wanted '2')" in changed
