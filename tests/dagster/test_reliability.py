@@ -48,12 +48,12 @@ from dagster._daemon.sensor import execute_sensor_iteration
 import paimon_core as pc
 from paimon_core.commit import FileStoreCommit
 from pipelines import names
+from pipelines.code_location import REPO_ROOT
 from pipelines.compaction.jobs import (
     compaction_run_config,
     compaction_tags,
     full_compaction_run_config,
 )
-from pipelines.definitions import REPO_ROOT
 from pipelines.factory import paimon_definitions
 from pipelines.ingestion.asset import ensure_table
 from pipelines.maintenance.expiry import expire_run_config
@@ -547,7 +547,7 @@ def test_two_concurrent_backfills_of_an_orders_day_leave_the_same_orders(tmp_pat
 
 # ---- 3. sensor ticks through the daemon's code ----------------------------------------------------
 
-# The code location as `dagster dev` loads it (pipelines.definitions.load), on the test warehouse.
+# The fixture project's code location as `dagster dev` loads it, on the test warehouse.
 SENSOR_DEFS = """
 import os
 

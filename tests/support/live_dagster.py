@@ -31,7 +31,7 @@ from typing import Any
 import dagster as dg
 import yaml
 
-from pipelines.definitions import REPO_ROOT, WAREHOUSE_ENV
+from pipelines.code_location import REPO_ROOT, WAREHOUSE_ENV
 
 TEMPLATE = REPO_ROOT / "dagster_home" / "dagster.yaml"
 LOCATION = "paimon"

@@ -7,7 +7,7 @@ from typing import Any
 
 import dagster as dg
 
-from pipelines.definitions import load as load_folder
+from pipelines.code_location import load as load_folder
 from pipelines.factory import paimon_definitions
 from resources import PaimonCatalogResource
 from tests.support.fixture_project.sources import resources as source_resources
