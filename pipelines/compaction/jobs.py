@@ -45,6 +45,7 @@ from pipelines.compaction.tasks import (
     prepare_task,
     run_task,
 )
+from pipelines.instance_limits import warn_about_gaps
 from pipelines.target import TableTarget, TargetConfig, existing_table, own_table, resolve_target
 from resources import PaimonCatalogResource, keys
 from resources.keys import COMPACTION_TAG
@@ -105,6 +106,7 @@ def plan(context: dg.OpExecutionContext, paimon_catalog: PaimonCatalogResource, 
          full: bool, level0_threshold: int, follow_seconds: int = 0,
          idle_seconds: int = 10) -> Iterator[dg.Output | dg.DynamicOutput]:
     own_table(context, target.table)
+    warn_about_gaps(context)
     resolved = resolve_target(context, target)
     table = existing_table(paimon_catalog, target.table)
     state = table.lsm_state(partitions=list(target.partitions) or None)

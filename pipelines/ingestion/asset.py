@@ -30,6 +30,7 @@ from pipelines.dagster_internals import UnresolvedAssetJobDefinition
 from pipelines.executors.named import executor_named
 from pipelines.ingestion.changes import consume_changes
 from pipelines.ingestion.resumption import earlier_runs, to_resume
+from pipelines.instance_limits import warn_about_gaps
 from pipelines.spec.declaration import PaimonTableSpec
 from resources import PaimonCatalogResource, PaimonWrite, commit_user_for, keys, write_metadata, write_partition
 from resources.keys import (
@@ -173,6 +174,7 @@ def ensure_table(catalog: PaimonCatalogResource, spec: PaimonTableSpec,
 def ingest(context: dg.AssetExecutionContext, spec: PaimonTableSpec, produce: Callable[[pc.Table, dict[str, str]], Any]
            ) -> dg.Output[PaimonWrite]:
     """Create the table if needed, produce the partition's data and write it exactly once."""
+    warn_about_gaps(context)
     catalog: PaimonCatalogResource = getattr(context.resources, CATALOG_KEY)
     partition_key = context.partition_key if context.has_partition_key else None
     mapping = spec.partition_mapping()

@@ -40,6 +40,7 @@ from pydantic import Field
 import paimon_core as pc
 from paimon_core.errors import DatabaseNotFoundError, TableNotFoundError
 from pipelines.cron import current_ms, parse_time
+from pipelines.instance_limits import warn_about_gaps
 from pipelines.target import TableTarget, TargetConfig, existing_table, own_table, resolve_target
 from pipelines.verdicts import CheckOutcome
 from resources import PaimonCatalogResource, keys
@@ -77,6 +78,7 @@ def maintenance_target(context: dg.OpExecutionContext, config: MaintenanceConfig
     """The table a maintenance run works on (after checking it is its job's own), its target,
     and ``older_than`` as epoch milliseconds (None: the table's own window)."""
     own_table(context, config.table)
+    warn_about_gaps(context)
     target = resolve_target(context, config)
     table = existing_table(catalog, config.table)
     return table, target, parse_time(older_than, now_ms=current_ms(), field="older_than")

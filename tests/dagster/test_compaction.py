@@ -238,7 +238,7 @@ def test_ensure_table_makes_an_existing_table_write_only(catalog: PaimonCatalogR
 
     assert table.options.write_only
     assert table.schema.options["bucket"] == "2"  # the layout of existing files is never changed
-    assert "write-only=true (was write-only=false)" in caplog.text
+    assert "options changed by its declaration: write-only false -> true" in caplog.text
     assert "bucket='2' (wanted '4')" in caplog.text
 
 

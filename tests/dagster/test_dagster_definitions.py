@@ -9,8 +9,10 @@ from typing import Any
 
 import dagster as dg
 import pytest
+import yaml
 
 from pipelines import names
+from pipelines.code_location import REPO_ROOT
 from pipelines.errors import TableDefinitionError
 from pipelines.factory import paimon_definitions
 from pipelines.maintenance.verdicts import ORPHANS_CHECK, RETENTION_CHECK
@@ -319,3 +321,19 @@ def test_an_option_the_declaration_changed_is_said_in_the_run_and_its_metadata(
     [materialization] = result.get_asset_materialization_events()
     changed = materialization.materialization.metadata[keys.INGEST_OPTIONS_CHANGED].value
     assert "full-compaction.delta-commits 5 -> 3" in changed and "bucket='4' (wanted '2')" in changed
+
+
+def test_a_run_on_an_instance_without_the_limits_says_what_it_lacks(tmp_path: Path) -> None:
+    definitions = paimon_definitions([spec_of(EVENTS_TABLE)], warehouse=str(tmp_path / "warehouse"),
+                                     resources=fixture_resources())
+    template = yaml.safe_load((REPO_ROOT / "dagster_home" / "dagster.yaml").read_text())
+    said: dict[str, list[str]] = {}
+    for name, overrides in (("bare", None), ("template", {"concurrency": template["concurrency"]})):
+        with dg.instance_for_test(overrides=overrides) as instance:
+            result = definitions.resolve_job_def(EVENTS_JOB).execute_in_process(partition_key="2024-01-01",
+                                                                                instance=instance)
+            said[name] = [e.message for e in instance.all_logs(result.run_id) if e.level >= logging.WARNING]
+
+    [line] = [m for m in said["bare"] if "does not limit Paimon runs per table" in m]
+    assert f"key: {keys.TABLE_TAG}" in line and "concurrency.pools.default_limit: 1" in line
+    assert not [m for m in said["template"] if "does not limit Paimon runs per table" in m]
