@@ -14,7 +14,7 @@ a failure, therefore finds the snapshot instead of appending the rows twice.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -215,6 +215,23 @@ def fit_columns(batch: pa.RecordBatch, table: pc.Table, policy: InputPolicy) -> 
                       "table's ingestion with extra_columns: ignore to drop them")
 
 
+def zone_notes(schema: pa.Schema, table: pc.Table) -> list[str]:
+    """What a write does to zoned timestamps (pure): a value with a time zone going into a
+    ``TIMESTAMP`` column (no zone) is stored as its UTC wall time, the declared rule; a line per
+    such column, to say it where the data comes in."""
+    arrow = table.schema.arrow_schema()
+    notes = []
+    for given in schema:
+        if not (pa.types.is_timestamp(given.type) and given.type.tz) or given.name not in arrow.names:
+            continue
+        target = arrow.field(given.name).type
+        if pa.types.is_timestamp(target) and target.tz is None:
+            notes.append(f"table {table.name}: column {given.name}: timestamps with time zone {given.type.tz} are "
+                         "stored as their UTC wall time (the column is a TIMESTAMP, without zone; declare it "
+                         "TIMESTAMP_LTZ to store instants, or convert to the wall time you mean before)")
+    return notes
+
+
 def partition_rows(table: pc.Table, partition: Mapping[str, str]) -> int:
     """Rows the latest snapshot's files hold in ``partition`` (the whole table for ``{}``), from
     the manifests alone (for primary-key tables: stored versions, deletes included)."""
@@ -280,7 +297,8 @@ def check_write(table: pc.Table, mode: str, partition: Mapping[str, str]) -> pc.
 
 def write_partition(table: pc.Table, data: Any, *, mode: str, partition: Mapping[str, str],
                     commit_user: str, properties: Mapping[str, str] | None = None,
-                    commit_every_rows: int = 0, policy: InputPolicy = DEFAULT_POLICY) -> PaimonWrite:
+                    commit_every_rows: int = 0, policy: InputPolicy = DEFAULT_POLICY,
+                    report: Callable[[str], None] | None = None) -> PaimonWrite:
     """Write ``data`` into ``partition`` of ``table``, unless that commit landed.
 
     Args:
@@ -299,6 +317,8 @@ def write_partition(table: pc.Table, data: Any, *, mode: str, partition: Mapping
             some commits landed skips their rows and goes on with the next one. Only for
             ``append`` and ``upsert``: an overwrite must replace the partition in one commit.
         policy: extra columns and empty overwrites (:class:`InputPolicy`).
+        report: told, once per column, of zoned timestamps stored as UTC wall time
+            (:func:`zone_notes`), besides this module's log.
 
     Raises:
         SchemaError: the data is of an unsupported type, does not fit the table (columns the
@@ -323,6 +343,7 @@ def write_partition(table: pc.Table, data: Any, *, mode: str, partition: Mapping
     overwrite: bool | dict[str, str] = dict(partition) if mode == "overwrite" else False
     kind_column = table.options.rowkind_field if schema.primary_keys else None
     kinds: dict[str, int] = {}
+    noted: set[str] = set()
     pieces = ((chunk, piece) for chunk, piece in chunked(batches, commit_every_rows) if chunk >= done)
     snapshot_id, rows, commits = landed, 0, 0
     current = next(pieces, None)
@@ -333,6 +354,12 @@ def write_partition(table: pc.Table, data: Any, *, mode: str, partition: Mapping
                              properties={**(properties or {}), keys.WRITE_MODE_PROPERTY: mode}) as writer:
             while current is not None and current[0] == chunk:
                 batch = with_partition(fit_columns(current[1], table, policy), table, partition)
+                for note in zone_notes(batch.schema, table):
+                    if note not in noted:
+                        noted.add(note)
+                        log.warning(note)
+                        if report is not None:
+                            report(note)
                 if kind_column and kind_column in batch.schema.names:
                     count_kinds(batch.column(kind_column), kinds)
                 writer.write(batch)

@@ -201,7 +201,7 @@ def ingest(context: dg.AssetExecutionContext, spec: PaimonTableSpec, produce: Ca
                                   properties=snapshot_properties(run_id=run.run_id, asset_key=asset,
                                                                  partition_key=partition_key, mode=mode),
                                   commit_every_rows=spec.ingestion.commit_every_rows,
-                                  policy=spec.ingestion.input_policy())
+                                  policy=spec.ingestion.input_policy(), report=context.log.warning)
     extra = {keys.INGEST_OPTIONS_CHANGED: dg.MetadataValue.text("; ".join(changed))} if changed else {}
     return receipt_output(context, spec, table, values, receipt, **extra)
 

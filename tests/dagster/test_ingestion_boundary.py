@@ -216,3 +216,24 @@ def test_a_second_upsert_of_a_lookup_changelog_table_reports_its_rows(tmp_path: 
     table = pc.Catalog(str(tmp_path / "wh")).get_table(DEVICES)
     assert sorted(table.read(columns=["device", "status"]).to_pylist(), key=lambda r: r["device"]) == [
         {"device": "d1", "status": "low"}, {"device": "d2", "status": "ok"}]
+
+
+def zoned_readings(context: dg.AssetExecutionContext) -> pd.DataFrame:
+    """Readings whose timestamps carry a zone (as pandas makes them from an aware source)."""
+    return pd.DataFrame({"ts": pd.to_datetime(["2024-03-01 10:00", "2024-03-01 11:30"]).tz_localize("Europe/Paris"),
+                         "value": [1.0, 2.0]})
+
+
+def test_zoned_timestamps_are_stored_as_utc_wall_time_and_the_run_says_so(tmp_path: Path,
+                                                                         instance: dg.DagsterInstance) -> None:
+    spec = PaimonTableSpec("plant.zoned", columns=(Column("ts", "TIMESTAMP(6)"), Column("value", "DOUBLE")),
+                           ingestion=Ingestion(mode="overwrite", function=zoned_readings))
+    defs = paimon_definitions([spec], warehouse=str(tmp_path / "wh"))
+
+    result = defs.resolve_job_def(names.ingestion_job("plant.zoned")).execute_in_process(instance=instance)
+
+    stored = pc.Catalog(str(tmp_path / "wh")).get_table("plant.zoned").read().column("ts").to_pylist()
+    assert [str(ts) for ts in stored] == ["2024-03-01 09:00:00", "2024-03-01 10:30:00"]
+    said = [e.message for e in instance.all_logs(result.run_id) if "time zone Europe/Paris" in (e.message or "")]
+    assert len(said) == 1 and "column ts: timestamps with time zone Europe/Paris are stored as their UTC wall " \
+                              "time" in said[0]

@@ -6,14 +6,17 @@ No table, no Dagster instance: ``make check`` runs them.
 
 from __future__ import annotations
 
+from typing import Any
+
 import dagster as dg
 import pyarrow as pa
 
+import paimon_core as pc
 from pipelines.ingestion.consumer import PendingChanges
 from pipelines.ingestion.fanout import IngestSlice, plan_slices
 from pipelines.ingestion.landing_sensor import landed_outcomes
 from resources.landing_location import LandedFile
-from resources.writes import chunked
+from resources.writes import chunked, zone_notes
 
 
 def test_chunks_cut_the_stream_at_fixed_row_positions() -> None:
@@ -53,3 +56,17 @@ def test_a_quiet_landing_tick_says_how_the_launched_partitions_fared() -> None:
                     "2024-01-04, 2024-01-05 and 1 more): they run again when their files change, or re-execute their "
                     "runs, 1 in progress or not known to this instance")
     assert landed_outcomes({"a": "k"}, {"k": dg.DagsterRunStatus.SUCCESS}) == "1 partition(s) with files: 1 ingested"
+
+
+def test_zoned_timestamps_into_a_timestamp_column_are_noted_once_per_column(tmp_path: Any) -> None:
+    catalog = pc.Catalog(str(tmp_path))
+    catalog.create_database("a")
+    table = catalog.create_table("a.t", schema=pa.schema([("ts", pa.timestamp("us")),
+                                                          ("at", pa.timestamp("us", tz="UTC")), ("n", pa.int64())]))
+    given = pa.schema([("ts", pa.timestamp("us", tz="Asia/Tokyo")), ("at", pa.timestamp("us", tz="Asia/Tokyo")),
+                       ("n", pa.int64()), ("other", pa.timestamp("us", tz="UTC"))])
+
+    [note] = zone_notes(given, table)
+
+    assert note.startswith("table a.t: column ts: timestamps with time zone Asia/Tokyo are stored as their UTC")
+    assert zone_notes(pa.schema([("ts", pa.timestamp("us"))]), table) == []
