@@ -273,3 +273,20 @@ def test_a_misspelt_field_is_named_at_its_line_with_the_field_meant(project: Pat
     assert f"attributes.tables.0.ingestion.fucntion at {crm}:{function_line}" in message
     assert "unknown field fucntion; did you mean function?" in message
     assert "valid string" not in message  # none of the template alternatives nobody wrote
+
+
+def test_a_table_declared_in_two_folders_is_refused_naming_both(project: Path) -> None:
+    crm = project / "teams" / "defs" / "crm" / "defs.yaml"
+    again = project / "teams" / "defs" / "crm_copy" / "defs.yaml"
+    again.parent.mkdir()
+    again.write_text(crm.read_text())
+
+    with pytest.raises(Exception) as raised:
+        dg.load_from_defs_folder(path_within_project=project)
+
+    causes, cause = [], raised.value
+    while cause is not None:
+        causes.append(str(cause))
+        cause = cause.__cause__ or cause.__context__
+    [said] = {c for c in causes if "is declared twice" in c}
+    assert "table crm.customers is declared twice" in said and str(crm) in said and str(again) in said
