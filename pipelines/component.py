@@ -45,10 +45,18 @@ from pipelines.spec.declaration import PaimonTableSpec
 from pipelines.spec.environment import unset_variables
 from pipelines.spec.parts import Column, Compaction, DataChecks, Ingestion, Maintenance, Partitions
 from pipelines.spec.scaffold import PaimonTablesScaffolder
-from pipelines.spec.validation import typo_of
+from pipelines.spec.validation import COMPACTION_JOBS, PARTITION_KINDS, typo_of
 from pipelines.spec.yaml_errors import hinted_model
 from pipelines.spec.yaml_forms import doc
-from resources.landing_location import LandingLocation
+from resources.landed_files import EXTRA_COLUMNS
+from resources.landing_location import FORMATS, LandingLocation
+from resources.writes import WRITE_MODES
+
+# The values text fields may take, for the JSON schema `dg check yaml` validates against.
+CHOICES = {("IngestionModel", "mode"): WRITE_MODES, ("IngestionModel", "extra_columns"): EXTRA_COLUMNS,
+           ("PartitionsModel", "kind"): PARTITION_KINDS, ("CompactionModel", "job"): COMPACTION_JOBS,
+           ("LandingLocationModel", "format"): FORMATS}
+
 
 # Per code location being loaded (its component tree): where each table and asset key was
 # declared, so a second PaimonTables declaring one again is refused naming both files.
@@ -100,7 +108,7 @@ class PaimonTables(dg.Component, dg.Resolvable):
         """The YAML schema, whose errors name the field at fault at its line (``yaml_errors``)."""
         fields_of = {f"{kind.__name__}Model": [f.name for f in dataclasses.fields(kind)]
                      for kind in (cls, *SCHEMA_CLASSES)}
-        return hinted_model(dg.Resolvable.model.__func__(cls), fields_of, typo_of)  # type: ignore[attr-defined]
+        return hinted_model(dg.Resolvable.model.__func__(cls), fields_of, typo_of, CHOICES)  # type: ignore[attr-defined]
 
     @classmethod
     def load(cls, attributes: BaseModel | None, context: dg.ComponentLoadContext) -> "PaimonTables":

@@ -22,6 +22,8 @@ from pydantic_core.core_schema import ErrorType
 # Path parts that are a union member's label, not a field or an index.
 MEMBER_LABEL = re.compile(r"^(str|int|float|bool|none|.*\[.*\]|[A-Z]\w*Model)$")
 STANDARD_TYPES = frozenset(get_args(ErrorType))
+# A text field's value that Dagster renders as a template ({{ env.X }} ...).
+TEMPLATE_TEXT = r"^\s*\{\{"
 MODEL_NAME = re.compile(r"\b([A-Z]\w*Model)\b")
 
 
@@ -62,9 +64,36 @@ def hinted_errors(errors: Sequence[Mapping[str, Any]], fields_of: Mapping[str, S
     return details
 
 
+def with_choices(schema: dict[str, Any], choices: Mapping[tuple[str, str], Sequence[str]]) -> dict[str, Any]:
+    """The JSON schema (what ``dg check yaml`` validates against) with the values a field may take
+    (``(model name, field)``: values) instead of any text; a ``{{ template }}`` still passes."""
+    for (model, name), values in choices.items():
+        field = schema.get("$defs", {}).get(model, {}).get("properties", {}).get(name)
+        chosen = [{"enum": list(values)}, {"type": "string", "pattern": TEMPLATE_TEXT}]
+        if field is None:
+            continue
+        if field.get("type") == "string":
+            del field["type"]
+            field["anyOf"] = chosen
+        elif {"type": "string"} in field.get("anyOf", []):  # optional: str | None
+            field["anyOf"] = [*chosen, *(a for a in field["anyOf"] if a != {"type": "string"})]
+    for model in [schema, *schema.get("$defs", {}).values()]:
+        for field in model.get("properties", {}).values():
+            alternatives = field.get("anyOf", [])
+            # Dagster's template alternative of a list, an object or a number: only a template.
+            if {"type": "string"} in alternatives and any(
+                    "$ref" in a or a.get("type") in ("array", "object", "integer", "number", "boolean")
+                    for a in alternatives):
+                field["anyOf"] = [{"type": "string", "pattern": TEMPLATE_TEXT} if a == {"type": "string"} else a
+                                  for a in alternatives]
+    return schema
+
+
 def hinted_model(base: type[BaseModel], fields_of: Mapping[str, Sequence[str]],
-                 typo_of: Callable[[str, Sequence[str]], str | None]) -> type[BaseModel]:
-    """``base`` whose validation errors read as :func:`hinted_errors` says."""
+                 typo_of: Callable[[str, Sequence[str]], str | None],
+                 choices: Mapping[tuple[str, str], Sequence[str]] | None = None) -> type[BaseModel]:
+    """``base`` whose validation errors read as :func:`hinted_errors` says, and whose JSON schema
+    lists the ``choices`` of its text fields (:func:`with_choices`)."""
 
     def hinted(cls: type[BaseModel], data: Any, handler: Any) -> Any:
         try:
@@ -74,4 +103,11 @@ def hinted_model(base: type[BaseModel], fields_of: Mapping[str, Sequence[str]],
             raise ValidationError.from_exception_data(exc.title, details) from None
 
     validator = model_validator(mode="wrap")(classmethod(hinted))  # type: ignore[arg-type]
-    return create_model(base.__name__, __base__=base, __validators__={"hinted": validator})  # type: ignore[dict-item]
+    model = create_model(base.__name__, __base__=base, __validators__={"hinted": validator})  # type: ignore[dict-item]
+    schema_of = model.model_json_schema
+
+    def model_json_schema(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        return with_choices(schema_of(*args, **kwargs), choices or {})
+
+    model.model_json_schema = model_json_schema  # type: ignore[method-assign]
+    return model

@@ -290,3 +290,23 @@ def test_a_table_declared_in_two_folders_is_refused_naming_both(project: Path) -
         cause = cause.__cause__ or cause.__context__
     [said] = {c for c in causes if "is declared twice" in c}
     assert "table crm.customers is declared twice" in said and str(crm) in said and str(again) in said
+
+
+def test_dg_check_yaml_refuses_a_value_no_field_takes(project: Path) -> None:
+    """The schema lists the values of the enumerated fields (a template still passes), so `dg check
+    yaml` (and so `dg check defs`) refuses what the load would, before anything is imported.
+    (dagster-dg-cli 1.13.27 checks one file per component type, the last it finds: both folders
+    carry the mistake here, so whichever it checks is refused.)"""
+    crm = project / "teams" / "defs" / "crm" / "defs.yaml"
+    web = project / "teams" / "defs" / "web" / "defs.yaml"
+    for path in (crm, web):
+        path.write_text(path.read_text().replace("mode: upsert", "mode: merge"))
+
+    checked = command(project, "dg", "check", "yaml")
+    loaded = command(project, "dg", "check", "defs")
+
+    assert checked.returncode != 0 and "defs.yaml" in checked.stdout + checked.stderr
+    assert loaded.returncode != 0
+    for path in (crm, web):
+        path.write_text(path.read_text().replace("mode: merge", "mode: \"{{ env.MODE or 'upsert' }}\""))
+    assert command(project, "dg", "check", "yaml").returncode == 0  # a template is checked when it loads
