@@ -19,7 +19,7 @@ from pipelines.maintenance.verdicts import ORPHANS_CHECK, RETENTION_CHECK
 from resources import keys
 from resources.keys import TABLE_TAG
 from tests.dagster.conftest import EVENTS_JOB, ORDERS_JOB, TOTALS_JOB
-from tests.support.dagster_runs import asset_spec, partitions_of, plain
+from tests.support.dagster_runs import asset_spec, causes_of, partitions_of, plain
 from tests.support.fixture_project import sources as fixture_sources
 from tests.support.fixture_project.definitions import defs, load
 from tests.support.fixture_project.sources import resources as fixture_resources
@@ -289,10 +289,7 @@ def test_a_refused_table_in_a_defs_yaml_names_the_file_line_and_field(tmp_path: 
     finally:
         for module in [m for m in sys.modules if m.split(".")[0] == "bad_project"]:
             del sys.modules[module]
-    causes, cause = [], error.value
-    while cause is not None:
-        causes.append(str(cause))
-        cause = cause.__cause__ or cause.__context__
+    causes = causes_of(error.value)
     text = "\n".join(causes)
     assert "defs.yaml:10" in text and "mode: merge" in text
     assert "table crm.customers: ingestion.mode: 'merge' is not one of append, overwrite, upsert" in text

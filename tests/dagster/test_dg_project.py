@@ -25,6 +25,7 @@ import pytest
 import paimon_core as pc
 from pipelines import names
 from resources.keys import COMPACTION_TAG
+from tests.support.dagster_runs import causes_of
 
 REPO = Path(__file__).resolve().parents[2]
 DAY = "2024-01-02"
@@ -148,6 +149,13 @@ def run(defs: dg.Definitions, instance: dg.DagsterInstance, job: str, request: d
     return result
 
 
+def load_refusal(project: Path) -> list[str]:
+    """The messages of the error the project's load fails with (see ``causes_of``)."""
+    with pytest.raises(Exception) as raised:
+        dg.load_from_defs_folder(path_within_project=project)
+    return causes_of(raised.value)
+
+
 def test_the_project_passes_the_dg_and_dagster_checks(project: Path) -> None:
     for args, said in ((("dg", "check", "yaml"), "All component YAML validated successfully"),
                        (("dg", "check", "defs"), "All definitions loaded successfully"),
@@ -196,13 +204,7 @@ def test_an_unset_environment_variable_fails_the_load_naming_it(project: Path, m
                                                                 variable: str, where: str) -> None:
     monkeypatch.delenv(variable)
 
-    with pytest.raises(Exception) as raised:
-        dg.load_from_defs_folder(path_within_project=project)
-
-    causes, cause = [], raised.value
-    while cause is not None:
-        causes.append(str(cause))
-        cause = cause.__cause__ or cause.__context__
+    causes = load_refusal(project)
     text = "\n".join(causes)
     assert f"{where}: environment variable {variable} is not set" in text, text
     assert not list(project.rglob("None")), "nothing is created under a path named None"
@@ -256,13 +258,7 @@ def test_a_misspelt_field_is_named_at_its_line_with_the_field_meant(project: Pat
     text = crm.read_text().replace("      primary_key: [dt, id]", "      primary_keys: [dt, id]")
     crm.write_text(text.replace("function: ", "fucntion: "))
 
-    with pytest.raises(Exception) as raised:
-        dg.load_from_defs_folder(path_within_project=project)
-
-    causes, cause = [], raised.value
-    while cause is not None:
-        causes.append(str(cause))
-        cause = cause.__cause__ or cause.__context__
+    causes = load_refusal(project)
     message = next(c for c in causes if "validation error" in c)
     lines = crm.read_text().splitlines()
     keys_line = next(i for i, line in enumerate(lines, 1) if "primary_keys" in line)
@@ -281,13 +277,7 @@ def test_a_table_declared_in_two_folders_is_refused_naming_both(project: Path) -
     again.parent.mkdir()
     again.write_text(crm.read_text())
 
-    with pytest.raises(Exception) as raised:
-        dg.load_from_defs_folder(path_within_project=project)
-
-    causes, cause = [], raised.value
-    while cause is not None:
-        causes.append(str(cause))
-        cause = cause.__cause__ or cause.__context__
+    causes = load_refusal(project)
     [said] = {c for c in causes if "is declared twice" in c}
     assert "table crm.customers is declared twice" in said and str(crm) in said and str(again) in said
 

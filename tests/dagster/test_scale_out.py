@@ -29,6 +29,7 @@ from pipelines.spec.declaration import PaimonTableSpec
 from pipelines.spec.parts import Column, Compaction, Ingestion, Partitions
 from resources import keys
 from resources.landing_location import LandingLocation
+from tests.support.dagster_runs import causes_of
 
 ENV = "PAIMON_SCALE_OUT"  # JSON: warehouse, landing, workers, executor, executor_config, compaction
 DAYS = ("2024-03-01", "2024-03-02")
@@ -428,10 +429,7 @@ def test_the_readme_kubernetes_code_location_loads_and_validates(tmp_path: Path,
         (project / "k8s_project" / "defs" / "accounts" / "defs.yaml").write_text(broken)
         with pytest.raises(Exception) as error:
             dg.load_from_defs_folder(path_within_project=project)
-        causes, cause = [], error.value
-        while cause is not None:
-            causes.append(str(cause))
-            cause = cause.__cause__ or cause.__context__
+        causes = causes_of(error.value)
         assert any('is not valid for k8s: Received unexpected config entry "job_namespac"' in c for c in causes)
     finally:
         for module in [m for m in sys.modules if m.split(".")[0] == "k8s_project"]:

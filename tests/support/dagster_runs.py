@@ -169,3 +169,14 @@ def partitions_of(definitions: dg.Definitions, key: dg.AssetKey) -> dg.Partition
 def plain(value: Any) -> Any:
     """A metadata value's plain value (``dg.MetadataValue`` or already plain)."""
     return getattr(value, "value", value)
+
+
+def causes_of(error: BaseException) -> list[str]:
+    """The messages of ``error`` and of every error it was raised from (a component's load wraps
+    the refusal in Dagster's own errors), outermost first."""
+    causes: list[str] = []
+    cause: BaseException | None = error
+    while cause is not None:
+        causes.append(str(cause))
+        cause = cause.__cause__ or cause.__context__
+    return causes
