@@ -29,7 +29,6 @@ declared in Python gets.
 
 import dataclasses
 import os
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,8 +41,9 @@ from pipelines.errors import TableDefinitionError
 from pipelines.executors import executor_named
 from pipelines.factory import paimon_definitions
 from pipelines.spec.declaration import PaimonTableSpec
+from pipelines.spec.declared_once import check_declared_once
 from pipelines.spec.environment import unset_variables
-from pipelines.spec.parts import Column, Compaction, DataChecks, Ingestion, Maintenance, Partitions
+from pipelines.spec.parts import BACKFILL_POLICIES, Column, Compaction, DataChecks, Ingestion, Maintenance, Partitions
 from pipelines.spec.scaffold import PaimonTablesScaffolder
 from pipelines.spec.validation import COMPACTION_JOBS, PARTITION_KINDS, typo_of
 from pipelines.spec.yaml_errors import hinted_model
@@ -54,32 +54,9 @@ from resources.writes import WRITE_MODES
 
 # The values text fields may take, for the JSON schema `dg check yaml` validates against.
 CHOICES = {("IngestionModel", "mode"): WRITE_MODES, ("IngestionModel", "extra_columns"): EXTRA_COLUMNS,
+           ("IngestionModel", "backfill_policy"): BACKFILL_POLICIES,
            ("PartitionsModel", "kind"): PARTITION_KINDS, ("CompactionModel", "job"): COMPACTION_JOBS,
            ("LandingLocationModel", "format"): FORMATS}
-
-
-# Per code location being loaded (its component tree): where each table and asset key was
-# declared, so a second PaimonTables declaring one again is refused naming both files.
-# Component trees are not weakly referable: the last few loads are kept (a reload is a new tree).
-_DECLARED: "OrderedDict[int, tuple[Any, dict[str, Path]]]" = OrderedDict()
-LOADS_KEPT = 8
-
-
-def check_declared_once(tables: Sequence[PaimonTableSpec], context: dg.ComponentLoadContext) -> None:
-    """Refuse a table or asset key another component of the code location declared already."""
-    where = context.path / "defs.yaml"
-    tree = context.component_tree
-    if id(tree) not in _DECLARED or _DECLARED[id(tree)][0] is not tree:
-        _DECLARED[id(tree)] = (tree, {})
-        while len(_DECLARED) > LOADS_KEPT:
-            _DECLARED.popitem(last=False)
-    seen = _DECLARED[id(tree)][1]
-    for spec in tables:
-        for name, what in ((spec.table, "table"), (spec.key.to_user_string(), "asset key")):
-            first = seen.setdefault(f"{what} {name}", where)
-            if first != where:
-                raise TableDefinitionError(f"{what} {name} is declared twice: in {first} and in {where}; declare "
-                                           "each table once", field="tables")
 
 
 # The dataclasses of the YAML schema, whose fields a misspelt field is matched against.
@@ -121,7 +98,7 @@ class PaimonTables(dg.Component, dg.Resolvable):
         return super().load(attributes, context)
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
-        check_declared_once(self.tables, context)
+        check_declared_once(self.tables, context, context.path / "defs.yaml")
         executor = executor_named(self.executor, self.executor_config, table="(code location)", field="executor") \
             if self.executor else None
         return paimon_definitions(list(self.tables), warehouse=self.resolved_warehouse(context.project_root),

@@ -10,7 +10,11 @@ signature changes, before any run does. The step-execution body has a public fal
 from __future__ import annotations
 
 import importlib
+import sys
 from dataclasses import dataclass
+from types import FrameType
+
+import dagster as dg
 
 # The config checks of an executor's config at definition load (a bad `executor_config`
 # names the table and field then, not when a run starts).
@@ -69,6 +73,9 @@ INTERNALS: tuple[Internal, ...] = (
     Internal("dagster._core.executor.step_delegating", "CheckStepHealthResult",
              "a Dask task that failed or vanished fails its step", "none"),
     Internal("dagster._grpc.types", "ExecuteStepArgs", "the serialized step a Dask task executes", "none"),
+    Internal("dagster.components.definitions", "LazyDefinitions",
+             "what a @dg.definitions function becomes; its __call__ frame holds the load's `context` "
+             "(see calling_definitions)", "a @dg.definitions function asking for context: dg.ComponentLoadContext"),
     Internal("dagster._cli.api", "_execute_step_command_body",
              "execute a step in the Dask worker's process (the body of `dagster api execute_step`)",
              "the `dagster api execute_step` command in a subprocess (used when this is gone)",
@@ -84,9 +91,30 @@ def execute_step_body() -> object | None:
         return None
 
 
+def calling_definitions() -> tuple[dg.ComponentLoadContext, str] | None:
+    """The component load context of the ``@dg.definitions`` function this call is made in, and
+    that function's file; None outside one (a plain ``definitions.py``, a test).
+
+    Dagster passes the context only to functions that ask for it; ``LazyDefinitions.__call__``
+    holds it in its local ``context`` either way, and the frame it calls is the user's function.
+    """
+    lazy = importlib.import_module("dagster.components.definitions").LazyDefinitions
+    frame: FrameType | None = sys._getframe(1)
+    below: FrameType | None = None
+    while frame is not None:
+        if frame.f_code.co_name == "__call__" and isinstance(frame.f_locals.get("self"), lazy):
+            context = frame.f_locals.get("context")
+            if isinstance(context, dg.ComponentLoadContext) and below is not None:
+                return context, below.f_code.co_filename
+            return None
+        below, frame = frame, frame.f_back
+    return None
+
+
 __all__ = [
     "INTERNALS", "CheckStepHealthResult", "ExecuteStepArgs", "Internal", "RetryMode", "StepDelegatingExecutor",
-    "StepHandler", "StepHandlerContext", "UnresolvedAssetJobDefinition", "execute_step_body",
+    "StepHandler", "StepHandlerContext", "UnresolvedAssetJobDefinition", "calling_definitions",
+    "execute_step_body",
     "get_retries_config", "get_tag_concurrency_limits_config", "multiple_process_executor_requirements",
     "resolve_to_config_type", "validate_config",
 ]

@@ -23,6 +23,7 @@ import paimon_core as pc
 from pipelines.compaction.checks import lsm_checks
 from pipelines.compaction.jobs import compaction_jobs
 from pipelines.compaction.sensor import compaction_sensor
+from pipelines.dagster_internals import calling_definitions
 from pipelines.errors import TableDefinitionError
 from pipelines.ingestion.asset import external_asset, ingestion_job, ingestion_schedule, table_asset
 from pipelines.ingestion.changes import changes_sensor
@@ -33,6 +34,7 @@ from pipelines.maintenance.checks import maintenance_checks
 from pipelines.maintenance.expiry import expire_job, expire_schedule
 from pipelines.maintenance.orphans import orphans_job, orphans_schedule
 from pipelines.spec.declaration import PaimonTableSpec, check_unique
+from pipelines.spec.declared_once import check_declared_once
 from pipelines.spec.parts import Ingestion
 from pipelines.target import TableTarget
 from resources import PaimonCatalogResource, PaimonTableIOManager
@@ -121,6 +123,9 @@ def paimon_definitions(specs: Sequence[PaimonTableSpec], *, warehouse: str | Non
     """
     specs = list(specs)
     check_unique(specs)
+    caller = calling_definitions()
+    if caller is not None:  # in a @dg.definitions function of a dg project's defs folder
+        check_declared_once(specs, caller[0], declared_in or caller[1])
     if catalog is None:
         if warehouse is None:
             raise TableDefinitionError("paimon_definitions needs warehouse= (a path or fsspec URL) or catalog=")

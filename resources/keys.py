@@ -121,6 +121,7 @@ INGEST_MODE = "paimon/ingest/mode"
 INGEST_OPTIONS_CHANGED = "paimon/ingest/options_changed"
 INGEST_PARTITION_RECORDS = "paimon/ingest/partition_records"
 INGEST_REUSED_COMMIT = "paimon/ingest/reused_commit"
+INGEST_RUN_PARTITIONS = "paimon/ingest/run_partitions"  # a ranged run: its first and last partition
 INGEST_ROW_COUNT_SOURCE = "paimon/ingest/row_count_source"
 INGEST_ROWS_PER_STEP = "paimon/ingest/rows_per_step"
 INGEST_ROWS_WRITTEN = "paimon/ingest/rows_written"

@@ -29,6 +29,7 @@ from pipelines import names
 from pipelines.dagster_internals import UnresolvedAssetJobDefinition
 from pipelines.executors.named import executor_named
 from pipelines.ingestion.changes import consume_changes
+from pipelines.ingestion.ranges import OnePartition, is_ranged, write_range
 from pipelines.ingestion.resumption import earlier_runs, to_resume
 from pipelines.instance_limits import warn_about_gaps
 from pipelines.spec.declaration import PaimonTableSpec
@@ -44,6 +45,9 @@ from resources.keys import (
 )
 from resources.metadata import INGEST_PLOTTED, column_schema, lsm_metadata, plottable
 from resources.writes import landed_commits, snapshot_properties
+
+# A partition's data: (table, Dagster partition key or None, its Paimon partition values) -> data.
+Producer = Callable[[pc.Table, str | None, dict[str, str]], Any]
 
 
 def declared_columns(spec: PaimonTableSpec) -> dg.TableSchema:
@@ -171,19 +175,12 @@ def ensure_table(catalog: PaimonCatalogResource, spec: PaimonTableSpec,
                                 primary_keys=spec.primary_key, options=spec.table_options(), report=report)
 
 
-def ingest(context: dg.AssetExecutionContext, spec: PaimonTableSpec, produce: Callable[[pc.Table, dict[str, str]], Any]
-           ) -> dg.Output[PaimonWrite]:
-    """Create the table if needed, produce the partition's data and write it exactly once."""
+def ingest(context: dg.AssetExecutionContext, spec: PaimonTableSpec, produce: Producer
+           ) -> dg.Output[PaimonWrite | None]:
+    """Create the table if needed, produce the run's partition's data (each partition's, in a
+    ranged run) and write it exactly once."""
     warn_about_gaps(context)
     catalog: PaimonCatalogResource = getattr(context.resources, CATALOG_KEY)
-    partition_key = context.partition_key if context.has_partition_key else None
-    mapping = spec.partition_mapping()
-    values = mapping.values(partition_key) if mapping is not None and partition_key is not None else {}
-    assert spec.ingestion is not None
-    mode = spec.ingestion.mode
-    asset = spec.key.to_user_string()
-    run = context.run
-    user = commit_user_for(run.root_run_id or run.run_id, asset, partition_key)
     changed: list[str] = []
 
     def report(line: str) -> None:
@@ -192,18 +189,40 @@ def ingest(context: dg.AssetExecutionContext, spec: PaimonTableSpec, produce: Ca
 
     with permanent_failures(spec.table):
         table = ensure_table(catalog, spec, report)
+    extra = {keys.INGEST_OPTIONS_CHANGED: dg.MetadataValue.text("; ".join(changed))} if changed else {}
+
+    def write(partition_key: str | None) -> tuple[PaimonWrite, dict[str, Any]]:
+        receipt, values = write_once(context, spec, table, partition_key, produce)
+        return receipt, receipt_metadata(context, spec, table, values, receipt, partition_key, **extra)
+
+    if is_ranged(context):
+        return write_range(context, spec.table, write)
+    receipt, metadata = write(context.partition_key if context.has_partition_key else None)
+    return dg.Output(receipt, metadata=metadata)
+
+
+def write_once(context: dg.AssetExecutionContext, spec: PaimonTableSpec, table: pc.Table,
+               partition_key: str | None, produce: Producer) -> tuple[PaimonWrite, dict[str, str]]:
+    """One partition's write, under the commit user naming (root run, asset, partition)."""
+    mapping = spec.partition_mapping()
+    values = mapping.values(partition_key) if mapping is not None and partition_key is not None else {}
+    assert spec.ingestion is not None
+    mode = spec.ingestion.mode
+    asset = spec.key.to_user_string()
+    run = context.run
+    user = commit_user_for(run.root_run_id or run.run_id, asset, partition_key)
+    with permanent_failures(spec.table):
         done, _, landed = landed_commits(table, user)
         if not done and spec.ingestion.commit_every_rows:
             user = resumed_user(context, table, asset, partition_key) or user
             _, _, landed = landed_commits(table, user)
-        data = [] if landed else produce(table, values)
+        data = [] if landed else produce(table, partition_key, values)
         receipt = write_partition(table, data, mode=mode, partition=values, commit_user=user,
                                   properties=snapshot_properties(run_id=run.run_id, asset_key=asset,
                                                                  partition_key=partition_key, mode=mode),
                                   commit_every_rows=spec.ingestion.commit_every_rows,
                                   policy=spec.ingestion.input_policy(), report=context.log.warning)
-    extra = {keys.INGEST_OPTIONS_CHANGED: dg.MetadataValue.text("; ".join(changed))} if changed else {}
-    return receipt_output(context, spec, table, values, receipt, **extra)
+    return receipt, values
 
 
 def resumed_user(context: dg.AssetExecutionContext, table: pc.Table, asset: str,
@@ -226,10 +245,10 @@ def resumed_user(context: dg.AssetExecutionContext, table: pc.Table, asset: str,
     return commit_user_for(root, asset, partition_key)
 
 
-def receipt_output(context: dg.OpExecutionContext | dg.AssetExecutionContext, spec: PaimonTableSpec, table: pc.Table,
-                   values: dict[str, str],
-                   receipt: PaimonWrite, **extra: Any) -> dg.Output[PaimonWrite]:
-    """The asset's output for a write: the receipt, with what the write and the table look like."""
+def receipt_metadata(context: dg.OpExecutionContext | dg.AssetExecutionContext, spec: PaimonTableSpec,
+                     table: pc.Table, values: dict[str, str], receipt: PaimonWrite, partition_key: str | None,
+                     **extra: Any) -> dict[str, Any]:
+    """What a partition's materialization shows of its write and of the table after it."""
     metadata = write_metadata(table, snapshot_id=receipt.snapshot_id, partition=values,
                               rows_written=receipt.rows_written)
     metadata["dagster/column_schema"] = declared_columns(spec)  # as declared, whatever the table's history
@@ -240,11 +259,18 @@ def receipt_output(context: dg.OpExecutionContext | dg.AssetExecutionContext, sp
     metadata.update(kind_metadata(receipt))
     metadata.update(extra)
     if receipt.reused:
-        where = context.partition_key if context.has_partition_key else "the table"
-        context.log.info(f"{spec.table}: the commit of {where} by this run already landed as "
+        context.log.info(f"{spec.table}: the commit of {partition_key or 'the table'} by this run already landed as "
                          f"snapshot {receipt.snapshot_id}; not writing it again")
-    return dg.Output(receipt, metadata=plottable(metadata, INGEST_PLOTTED))
+    return plottable(metadata, INGEST_PLOTTED)
 
+
+def receipt_output(context: dg.OpExecutionContext | dg.AssetExecutionContext, spec: PaimonTableSpec, table: pc.Table,
+                   values: dict[str, str], receipt: PaimonWrite, **extra: Any) -> dg.Output[PaimonWrite]:
+    """The asset's output for a one-partition write: the receipt, with what the write and the
+    table look like."""
+    partition_key = context.partition_key if context.has_partition_key else None
+    return dg.Output(receipt, metadata=receipt_metadata(context, spec, table, values, receipt, partition_key,
+                                                       **extra))
 
 
 def kind_metadata(receipt: PaimonWrite) -> dict[str, int]:
@@ -254,24 +280,27 @@ def kind_metadata(receipt: PaimonWrite) -> dict[str, int]:
     return {key: receipt.kinds.get(kind, 0) for kind, key in keys.INGEST_KIND_KEYS.items()}
 
 
-def function_producer(spec: PaimonTableSpec, function: Callable[..., Any], context: dg.AssetExecutionContext,
-                      inputs: dict[str, Any]) -> Callable[[pc.Table, dict[str, str]], Any]:
-    def produce(table: pc.Table, values: dict[str, str]) -> Any:
-        resources = {name: getattr(context.resources, name) for name in resource_parameters(function)
-                     if name not in inputs}
-        return function(context, **inputs, **resources)
+def function_producer(function: Callable[..., Any], context: dg.AssetExecutionContext,
+                      inputs: dict[str, Any]) -> Producer:
+    """The source function's data for a partition; in a ranged run the function sees a context
+    naming that one partition."""
+    resources = {name: getattr(context.resources, name) for name in resource_parameters(function)
+                 if name not in inputs}
+
+    def produce(table: pc.Table, partition_key: str | None, values: dict[str, str]) -> Any:
+        seen = OnePartition(context, partition_key) if partition_key is not None and is_ranged(context) else context
+        return function(seen, **inputs, **resources)
 
     return produce
 
 
-def landing_producer(spec: PaimonTableSpec, context: dg.AssetExecutionContext
-                     ) -> Callable[[pc.Table, dict[str, str]], Any]:
+def landing_producer(spec: PaimonTableSpec, context: dg.AssetExecutionContext) -> Producer:
+    """The partition's landed files, read and checked against the table's columns."""
     assert spec.ingestion is not None and spec.ingestion.landing is not None
     landing = spec.ingestion.landing
     extra_columns = spec.ingestion.extra_columns
-    partition_key = context.partition_key if context.has_partition_key else None
 
-    def produce(table: pc.Table, values: dict[str, str]) -> Any:
+    def produce(table: pc.Table, partition_key: str | None, values: dict[str, str]) -> Any:
         files = landing.files(partition_key, values)
         if not files:
             raise dg.Failure(description=f"{spec.table}: no landed files for partition {partition_key or '-'} under "
@@ -305,24 +334,30 @@ def table_asset(spec: PaimonTableSpec, *, table_uri: str | None = None, declared
     description = spec.description or (f"Paimon table {spec.table}" + (
         f", ingested from {ingestion.landing.path}" if ingestion.landing else "") + f" ({ingestion.mode}).")
 
-    @dg.asset(
-        key=spec.key, group_name=spec.group_name, description=description, owners=list(spec.owners) or None,
-        tags=dict(spec.tags) or None, kinds=asset_kinds(spec), partitions_def=spec.partitions_def(),
-        metadata=metadata, io_manager_key=IO_MANAGER_KEY, required_resource_keys=resource_keys,
-        pool=names.pool(spec.table), op_tags={keys.OPERATION_TAG: f"ingest-{ingestion.mode}"},
-        retry_policy=dg.RetryPolicy(max_retries=ingestion.retries, delay=ingestion.retry_delay_seconds,
-                                    backoff=dg.Backoff.EXPONENTIAL, jitter=dg.Jitter.PLUS_MINUS),
-        ins=ins or None,
-        deps=[changes_key or dg.AssetKey(ingestion.changes_of.split("."))] if ingestion.changes_of else None,
-    )
-    def _asset(context: dg.AssetExecutionContext, **inputs: Any) -> dg.Output[PaimonWrite]:
-        if changes:
-            catalog: PaimonCatalogResource = getattr(context.resources, CATALOG_KEY)
-            with permanent_failures(spec.table):
-                return consume_changes(context, spec, catalog, ensure_table(catalog, spec))
-        produce = (function_producer(spec, function, context, inputs) if function is not None else
-                   landing_producer(spec, context))
-        return ingest(context, spec, produce)
+    # backfill_policy is a beta parameter of dg.asset in Dagster 1.13; it is how a range of
+    # partitions becomes one run, a table's declared choice, so the dependency is acknowledged here.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.BetaWarning)
+
+        @dg.asset(
+            key=spec.key, group_name=spec.group_name, description=description, owners=list(spec.owners) or None,
+            tags=dict(spec.tags) or None, kinds=asset_kinds(spec), partitions_def=spec.partitions_def(),
+            metadata=metadata, io_manager_key=IO_MANAGER_KEY, required_resource_keys=resource_keys,
+            backfill_policy=ingestion.dagster_backfill_policy(),
+            pool=names.pool(spec.table), op_tags={keys.OPERATION_TAG: f"ingest-{ingestion.mode}"},
+            retry_policy=dg.RetryPolicy(max_retries=ingestion.retries, delay=ingestion.retry_delay_seconds,
+                                        backoff=dg.Backoff.EXPONENTIAL, jitter=dg.Jitter.PLUS_MINUS),
+            ins=ins or None,
+            deps=[changes_key or dg.AssetKey(ingestion.changes_of.split("."))] if ingestion.changes_of else None,
+        )
+        def _asset(context: dg.AssetExecutionContext, **inputs: Any) -> dg.Output[PaimonWrite | None]:
+            if changes:
+                catalog: PaimonCatalogResource = getattr(context.resources, CATALOG_KEY)
+                with permanent_failures(spec.table):
+                    return consume_changes(context, spec, catalog, ensure_table(catalog, spec))
+            produce = (function_producer(function, context, inputs) if function is not None else
+                       landing_producer(spec, context))
+            return ingest(context, spec, produce)
 
     return _asset
 

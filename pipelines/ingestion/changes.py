@@ -111,7 +111,7 @@ def consumption_metadata(done: Consumption, target: pc.Table) -> dict[str, Any]:
 
 
 def consume_changes(context: dg.AssetExecutionContext, spec: PaimonTableSpec, catalog: PaimonCatalogResource,
-                    target: pc.Table) -> dg.Output[PaimonWrite]:
+                    target: pc.Table) -> dg.Output[PaimonWrite | None]:
     """Apply the source's unread changes to ``target`` with the spec's function."""
     ingestion = spec.ingestion
     assert ingestion is not None and ingestion.changes_of is not None

@@ -23,6 +23,8 @@ from pipelines.spec.yaml_forms import doc, function_field, text_field, type_fiel
 from resources.landing_location import LandingLocation
 from resources.writes import InputPolicy
 
+BACKFILL_POLICIES = ("multi_run", "single_run")
+
 
 @dataclass(frozen=True, slots=True)
 class Column(dg.Resolvable):
@@ -121,6 +123,12 @@ class Ingestion(dg.Resolvable):
         "Write steps per partition run (Paimon's writer parallelism), committed as one snapshot. Bucketed "
         "tables give each step its buckets; append tables without buckets give each its share of the landed "
         "files, or call the function with ingest_slice (index, count).")] = 1
+    backfill_policy: Annotated[str, doc(
+        "multi_run (a backfill launches a run per max_partitions_per_run partitions) or single_run (a backfill, "
+        "or `dagster asset materialize --partition-range`, writes the whole range in one run). Either way each "
+        "partition is its own exactly-once commit with its own materialization.")] = "multi_run"
+    max_partitions_per_run: Annotated[int, doc("With multi_run: the partitions a backfill puts in one "
+                                               "run.")] = 1
     inputs: Annotated[dict[str, Input], doc("Upstream assets the function receives by name.")] = \
         field(default_factory=dict)
     commit_every_rows: Annotated[int, doc(
@@ -143,6 +151,16 @@ class Ingestion(dg.Resolvable):
     def input_policy(self) -> InputPolicy:
         """What the table takes at its ingestion boundary, for every source."""
         return InputPolicy(extra_columns=self.extra_columns, allow_empty_partitions=self.allow_empty_partitions)
+
+    def ranged(self) -> bool:
+        """Whether a run may write more than one partition (then each is written in turn)."""
+        return self.backfill_policy == "single_run" or self.max_partitions_per_run > 1
+
+    def dagster_backfill_policy(self) -> dg.BackfillPolicy | None:
+        """The asset's backfill policy (None, Dagster's run per partition, unless declared)."""
+        if self.backfill_policy == "single_run":
+            return dg.BackfillPolicy.single_run()
+        return dg.BackfillPolicy.multi_run(self.max_partitions_per_run) if self.max_partitions_per_run > 1 else None
 
     def resolved_function(self, table: str) -> Callable[..., Any] | None:
         """The callable, imported when given as ``"package.module:attr"``."""

@@ -19,6 +19,7 @@ import paimon_core as pc
 from pipelines.cron import checked_cron
 from pipelines.errors import TableDefinitionError, fail
 from pipelines.executors.named import executor_named
+from pipelines.spec.parts import BACKFILL_POLICIES
 from resources.landing_location import LandingError
 from resources.partition_mapping import PartitionMappingError
 from resources.writes import EXTRA_COLUMNS, WRITE_MODES
@@ -204,6 +205,7 @@ def check_ingestion(spec: PaimonTableSpec) -> None:
     elif ingestion.executor_config:
         raise fail(table, "ingestion.executor_config", "given without ingestion.executor; name the executor")
     check_workers(spec)
+    check_backfill(spec)
     if ingestion.commit_every_rows < 0:
         raise fail(table, "ingestion.commit_every_rows", f"must be >= 0, got {ingestion.commit_every_rows}")
     if ingestion.extra_columns not in EXTRA_COLUMNS:
@@ -245,6 +247,36 @@ def check_workers(spec: PaimonTableSpec) -> None:
         raise fail(spec.table, "ingestion.workers", f"the table has no buckets, so each write step needs its own "
                     f"share of the input: give the function a parameter {SLICE_PARAMETER!r} (it receives the "
                     "step's index and count), or keep workers at 1")
+
+
+def check_backfill(spec: PaimonTableSpec) -> None:
+    """What a run writing a range of partitions (each in turn, its own commit) cannot do."""
+    ingestion = spec.ingestion
+    assert ingestion is not None
+    if ingestion.backfill_policy not in BACKFILL_POLICIES:
+        raise fail(spec.table, "ingestion.backfill_policy", f"{ingestion.backfill_policy!r} is not one of "
+                   f"{', '.join(BACKFILL_POLICIES)}")
+    if ingestion.max_partitions_per_run < 1:
+        raise fail(spec.table, "ingestion.max_partitions_per_run", f"must be at least 1, got "
+                   f"{ingestion.max_partitions_per_run}")
+    if ingestion.backfill_policy == "single_run" and ingestion.max_partitions_per_run != 1:
+        raise fail(spec.table, "ingestion.max_partitions_per_run", "a single_run backfill puts the whole range in "
+                   "one run; drop max_partitions_per_run or use backfill_policy multi_run")
+    if not ingestion.ranged():
+        return
+    field = "ingestion.backfill_policy" if ingestion.backfill_policy == "single_run" else \
+        "ingestion.max_partitions_per_run"
+    if spec.partitions.kind == "none":
+        raise fail(spec.table, field, "the asset has no partitions to put several in one run")
+    # Each of these is a limit of a run writing partitions in turn, not of the declaration.
+    for given, why in ((ingestion.inputs, "inputs (Dagster loads an input for the whole range at once, and "
+                        "each partition's function must get its own)"),
+                       (ingestion.workers > 1, "workers > 1 (a fanned-out write is one partition's steps)"),
+                       (ingestion.commit_every_rows, "commit_every_rows (a later run could not resume one "
+                        "partition's unfinished chunks of a run that wrote a range)")):
+        if given:
+            raise fail(spec.table, field, f"a run of several partitions cannot have {why}; keep one partition "
+                       "per run for this table")
 
 
 def check_threshold(spec: PaimonTableSpec, options: pc.TableOptions) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime as dt_
 import importlib
 import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +25,7 @@ import paimon_core as pc
 from pipelines import names
 from resources.keys import COMPACTION_TAG
 from tests.support.dagster_runs import causes_of
+from tests.support.dg_projects import command, dg_project
 
 REPO = Path(__file__).resolve().parents[2]
 DAY = "2024-01-02"
@@ -110,26 +110,8 @@ def ledger(context: dg.AssetExecutionContext) -> pa.Table:
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    root = tmp_path / "teams_project"
-    for path, body in FILES.items():
-        (root / path).parent.mkdir(parents=True, exist_ok=True)
-        (root / path).write_text(body)
-    monkeypatch.setenv("PAIMON_WAREHOUSE", str(tmp_path / "warehouse"))
-    monkeypatch.setenv("LANDING_ROOT", str(tmp_path / "landing"))
-    monkeypatch.syspath_prepend(str(root))
-    yield root
-    for module in [m for m in sys.modules if m.split(".")[0] == "teams"]:
-        del sys.modules[module]
-
-
-def command(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """A command of this environment's ``bin`` in the project, as its user runs it."""
-    home = project.parent / "dagster_home"
-    home.mkdir(exist_ok=True)
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(project), str(REPO)]), "DAGSTER_HOME": str(home)}
-    return subprocess.run([str(Path(sys.executable).parent / args[0]), *args[1:]], cwd=project, env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
+    with dg_project(tmp_path, monkeypatch, "teams", FILES) as root:
+        yield root
 
 
 def land_clicks(day: str, part: int) -> None:
@@ -280,6 +262,20 @@ def test_a_table_declared_in_two_folders_is_refused_naming_both(project: Path) -
     causes = load_refusal(project)
     [said] = {c for c in causes if "is declared twice" in c}
     assert "table crm.customers is declared twice" in said and str(crm) in said and str(again) in said
+
+
+def test_a_table_declared_in_yaml_and_in_python_is_refused_naming_both(project: Path) -> None:
+    """Both orders of the defs folder: the Python file loaded after the YAML, and before it."""
+    crm = project / "teams" / "defs" / "crm" / "defs.yaml"
+    for name in ("zz_customers.py", "aa_customers.py"):
+        python = project / "teams" / "defs" / name
+        python.write_text(FILES["teams/defs/finance.py"].replace(
+            '"finance.ledger", columns=(Column("dt", "STRING"), Column("amount", "BIGINT"))',
+            '"crm.customers", columns=(Column("dt", "STRING NOT NULL"), Column("id", "BIGINT NOT NULL"))'))
+        causes = load_refusal(project)
+        [said] = {c for c in causes if "is declared twice" in c}
+        assert "table crm.customers is declared twice" in said and str(crm) in said and str(python) in said, said
+        python.unlink()
 
 
 def test_dg_check_yaml_refuses_a_value_no_field_takes(project: Path) -> None:
