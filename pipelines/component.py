@@ -48,6 +48,7 @@ from pipelines.spec.scaffold import PaimonTablesScaffolder
 from pipelines.spec.validation import COMPACTION_JOBS, PARTITION_KINDS, typo_of
 from pipelines.spec.yaml_errors import hinted_model
 from pipelines.spec.yaml_forms import doc
+from resources import keys
 from resources.landed_files import EXTRA_COLUMNS
 from resources.landing_location import FORMATS, LandingLocation
 from resources.writes import WRITE_MODES
@@ -79,6 +80,9 @@ class PaimonTables(dg.Component, dg.Resolvable):
         "(default), multiprocess, dask, k8s, celery.")] = None
     executor_config: Annotated[Mapping[str, Any], doc("That executor's config (as in run config).")] = \
         field(default_factory=dict)
+    catalog_name: Annotated[str | None, doc(
+        "Where the code location holds tables of more than one warehouse, a name for this one: its resources "
+        "are then paimon_catalog_<name> and paimon_io_manager_<name>.")] = None
 
     @classmethod
     def model(cls) -> type[BaseModel]:
@@ -98,11 +102,13 @@ class PaimonTables(dg.Component, dg.Resolvable):
         return super().load(attributes, context)
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
-        check_declared_once(self.tables, context, context.path / "defs.yaml")
+        warehouse = self.resolved_warehouse(context.project_root)
+        check_declared_once(self.tables, context, context.path / "defs.yaml",
+                            catalog_key=keys.catalog_key(self.catalog_name), warehouse=warehouse)
         executor = executor_named(self.executor, self.executor_config, table="(code location)", field="executor") \
             if self.executor else None
-        return paimon_definitions(list(self.tables), warehouse=self.resolved_warehouse(context.project_root),
-                                  storage_options=self.storage_options, executor=executor)
+        return paimon_definitions(list(self.tables), warehouse=warehouse, storage_options=self.storage_options,
+                                  executor=executor, catalog_name=self.catalog_name)
 
     def resolved_warehouse(self, project_root: Path) -> str:
         """A relative path is the project's: the webserver, daemon and run workers may start in

@@ -14,7 +14,10 @@ same resource objects, which is what Dagster's merge asks of a resource key both
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
@@ -36,8 +39,8 @@ from pipelines.maintenance.orphans import orphans_job, orphans_schedule
 from pipelines.spec.declaration import PaimonTableSpec, check_unique
 from pipelines.spec.declared_once import check_declared_once
 from pipelines.spec.parts import Ingestion
-from pipelines.target import TableTarget
-from resources import PaimonCatalogResource, PaimonTableIOManager
+from pipelines.target import TableTarget, job_resources
+from resources import PaimonCatalogResource, PaimonTableIOManager, keys
 from resources.catalog import checked_warehouse
 from resources.keys import CATALOG_KEY, IO_MANAGER_KEY
 
@@ -66,14 +69,24 @@ def catalog_for(warehouse: str, storage_options: Mapping[str, Any] | None = None
     return catalog
 
 
-def paimon_resources_of(catalog: PaimonCatalogResource) -> dict[str, Any]:
-    """``{"paimon_catalog": catalog, "paimon_io_manager": ...}``, the same objects for one catalog."""
+def paimon_resources_of(catalog: PaimonCatalogResource, catalog_name: str | None = None) -> dict[str, Any]:
+    """``{"paimon_catalog": catalog, "paimon_io_manager": ...}`` (``_<name>`` suffixed for a named
+    catalog), the same objects for one catalog."""
     key = ("catalog", id(catalog))
     entry = _RESOURCES.get(key)
     if entry is None or entry[CATALOG_KEY] is not catalog:
         entry = {CATALOG_KEY: catalog, IO_MANAGER_KEY: PaimonTableIOManager(catalog=catalog)}
         _RESOURCES[key] = entry
-    return dict(entry)
+    return {keys.catalog_key(catalog_name): entry[CATALOG_KEY],
+            keys.io_manager_key(catalog_name): entry[IO_MANAGER_KEY]}
+
+
+def check_catalog_name(catalog_name: str | None) -> None:
+    """A catalog name is a suffix of resource keys: a Python identifier's letters."""
+    if catalog_name is not None and not re.fullmatch(r"[a-z][a-z0-9_]*", catalog_name):
+        raise TableDefinitionError(f"catalog_name {catalog_name!r}: use lower-case letters, digits and _ (it ends "
+                                   "the resource keys paimon_catalog_<name> and paimon_io_manager_<name>)",
+                                   field="catalog_name")
 
 
 def table_uri(catalog: PaimonCatalogResource, table: str) -> str | None:
@@ -97,13 +110,45 @@ def table_checks(spec: PaimonTableSpec, target: TableTarget) -> list[dg.AssetChe
     return [*data, *lsm_checks(target), *maintenance_checks(target)]
 
 
+@dataclass(frozen=True, slots=True)
+class Upkeep:
+    """A table's compaction and maintenance jobs, and the sensor and schedules launching them."""
+
+    jobs: list[dg.JobDefinition]
+    sensors: list[dg.SensorDefinition]
+    schedules: list[dg.ScheduleDefinition]
+
+
+def table_upkeep(spec: PaimonTableSpec, target: TableTarget, carried: Mapping[str, Any]) -> Upkeep:
+    """Every table's own compaction and maintenance jobs, whether or not a sensor or schedule
+    launches them (the launchpad does, with the table's config and limit)."""
+    compaction = compaction_jobs(target, carried)
+    maintenance = spec.maintenance
+    expiry = expire_job(target, retain_min=maintenance.retain_min, retain_max=maintenance.retain_max,
+                        max_deletes=maintenance.max_deletes, resources=carried)
+    cleanup = orphans_job(target, carried)
+    upkeep = Upkeep([*compaction, expiry, cleanup], [], [])
+    if spec.compaction.sensor:
+        upkeep.sensors.append(compaction_sensor(target, compaction, interval_seconds=spec.compaction.interval_seconds,
+                                                full_job=spec.compaction.job == "full",
+                                                described_full=spec.full_compactions,
+                                                full_every=spec.full_compaction_every))
+    if maintenance.expire_cron:
+        upkeep.schedules.append(expire_schedule(target, expiry, cron=maintenance.expire_cron,
+                                                retain_min=maintenance.retain_min, retain_max=maintenance.retain_max,
+                                                max_deletes=maintenance.max_deletes))
+    if maintenance.orphans_cron:
+        upkeep.schedules.append(orphans_schedule(target, cleanup, cron=maintenance.orphans_cron))
+    return upkeep
+
+
 def paimon_definitions(specs: Sequence[PaimonTableSpec], *, warehouse: str | None = None,
                        storage_options: Mapping[str, Any] | None = None,
                        catalog: PaimonCatalogResource | None = None,
                        assets: Sequence[dg.AssetsDefinition | dg.AssetSpec] = (),
                        executor: dg.ExecutorDefinition | None = None,
                        resources: Mapping[str, Any] | None = None,
-                       declared_in: str | None = None) -> dg.Definitions:
+                       declared_in: str | None = None, catalog_name: str | None = None) -> dg.Definitions:
     """Definitions for exactly these tables.
 
     Args:
@@ -120,16 +165,21 @@ def paimon_definitions(specs: Sequence[PaimonTableSpec], *, warehouse: str | Non
             Kubernetes or Celery executor's workers (see ``pipelines.executors.named``).
         resources: further resources your source functions ask for by parameter name.
         declared_in: the file the specs come from (shown as the assets' code reference).
+        catalog_name: where a code location holds tables of more than one warehouse, a name for
+            this one: its resources are ``paimon_catalog_<name>`` and ``paimon_io_manager_<name>``
+            instead of ``paimon_catalog`` and ``paimon_io_manager``.
     """
     specs = list(specs)
     check_unique(specs)
-    caller = calling_definitions()
-    if caller is not None:  # in a @dg.definitions function of a dg project's defs folder
-        check_declared_once(specs, caller[0], declared_in or caller[1])
+    check_catalog_name(catalog_name)
     if catalog is None:
         if warehouse is None:
             raise TableDefinitionError("paimon_definitions needs warehouse= (a path or fsspec URL) or catalog=")
         catalog = catalog_for(warehouse, storage_options)
+    caller = calling_definitions()
+    if caller is not None:  # in a @dg.definitions function of a dg project's defs folder
+        check_declared_once(specs, caller[0], declared_in or caller[1], catalog_key=keys.catalog_key(catalog_name),
+                            warehouse=str(catalog.warehouse))
     provided = {key for asset in assets for key in asset_keys(asset)}
     keys_by_table = {spec.table: spec.key for spec in specs}
     built: list[dg.AssetsDefinition | dg.AssetSpec] = []
@@ -143,8 +193,9 @@ def paimon_definitions(specs: Sequence[PaimonTableSpec], *, warehouse: str | Non
             asset: dg.AssetsDefinition | dg.AssetSpec | None = next(a for a in assets if spec.key in asset_keys(a))
         elif spec.ingestion is not None:
             source = spec.ingestion.changes_of
-            asset = fanned_asset(spec, table_uri=uri, declared_in=declared_in) if spec.ingestion.workers > 1 else \
-                table_asset(spec, table_uri=uri, declared_in=declared_in,
+            asset = fanned_asset(spec, table_uri=uri, declared_in=declared_in, catalog_name=catalog_name) \
+                if spec.ingestion.workers > 1 else \
+                table_asset(spec, table_uri=uri, declared_in=declared_in, catalog_name=catalog_name,
                             changes_key=keys_by_table.get(source) if source else None)
             built.append(asset)
         else:
@@ -158,32 +209,18 @@ def paimon_definitions(specs: Sequence[PaimonTableSpec], *, warehouse: str | Non
             if spec.ingestion is not None and spec.ingestion.landing is not None and spec.ingestion.landing_sensor:
                 sensors.append(landing_sensor(spec, job.name))
             if spec.ingestion is not None and spec.ingestion.changes_of is not None:
-                sensors.append(changes_sensor(spec, job.name, interval_seconds=spec.ingestion.sensor_interval_seconds))
-        target = spec.target()
+                sensors.append(changes_sensor(spec, job.name, interval_seconds=spec.ingestion.sensor_interval_seconds,
+                                              catalog_key=keys.catalog_key(catalog_name)))
+        target = dataclasses.replace(spec.target(), catalog_name=catalog_name)
         checks.extend(table_checks(spec, target))
-        # Every table's own compaction and maintenance jobs, whether or not a sensor or schedule
-        # launches them (the launchpad does, with the table's config and limit).
-        compaction = compaction_jobs(target)
-        maintenance = spec.maintenance
-        expiry = expire_job(target, retain_min=maintenance.retain_min, retain_max=maintenance.retain_max,
-                            max_deletes=maintenance.max_deletes)
-        cleanup = orphans_job(target)
-        jobs.extend([*compaction, expiry, cleanup])
-        if spec.compaction.sensor:
-            sensors.append(compaction_sensor(target, compaction, interval_seconds=spec.compaction.interval_seconds,
-                                             full_job=spec.compaction.job == "full",
-                                             described_full=spec.full_compactions,
-                                             full_every=spec.full_compaction_every))
-        if maintenance.expire_cron:
-            schedules.append(expire_schedule(target, expiry, cron=maintenance.expire_cron,
-                                             retain_min=maintenance.retain_min, retain_max=maintenance.retain_max,
-                                             max_deletes=maintenance.max_deletes))
-        if maintenance.orphans_cron:
-            schedules.append(orphans_schedule(target, cleanup, cron=maintenance.orphans_cron))
+        upkeep = table_upkeep(spec, target, job_resources(catalog, catalog_name))
+        jobs.extend(upkeep.jobs)
+        sensors.extend(upkeep.sensors)
+        schedules.extend(upkeep.schedules)
     return dg.Definitions(
         assets=[*built, *assets], asset_checks=checks, jobs=jobs,
         schedules=schedules, sensors=sensors,
-        resources={**paimon_resources_of(catalog), **(resources or {})},
+        resources={**paimon_resources_of(catalog, catalog_name), **(resources or {})},
         # Also the asset page's materializations (the implicit asset job): a partition write is
         # one step, and a process per step would cost far more than most writes.
         executor=executor or dg.in_process_executor,

@@ -22,7 +22,7 @@ import paimon_core as pc
 from paimon_core.errors import DatabaseNotFoundError, InvalidNameError, TableNotFoundError
 from pipelines import names
 from pipelines.cron import DEFAULT_EXPIRE_CRON, DEFAULT_ORPHANS_CRON
-from resources import PaimonCatalogResource
+from resources import PaimonCatalogResource, keys
 from resources.keys import COMPACTION_TAG, TARGET_METADATA_KEY
 from resources.partition_mapping import PartitionMapping
 
@@ -34,6 +34,14 @@ DEFAULT_SENSOR_INTERVAL_S = 30
 # Seconds a sensor-launched run keeps following the table when its spec does not say; 0 (the
 # default) means one pass per run.
 FOLLOW_ENV = "PAIMON_COMPACTION_FOLLOW_SECONDS"
+
+
+def job_resources(catalog: PaimonCatalogResource, catalog_name: str | None) -> dict[str, Any]:
+    """The resources a table's compaction and maintenance jobs carry themselves. Their ops ask for
+    ``paimon_catalog`` and Dagster keeps op names unique in a code location, so the jobs of a named
+    catalog's tables bind that catalog to ``paimon_catalog`` in the job; the default catalog's
+    jobs take it from the definitions."""
+    return {} if catalog_name is None else {keys.CATALOG_KEY: catalog}
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +58,23 @@ class TableTarget:
     follow_seconds: int = 0
     buckets_per_step: int = 0
     commit_once: bool = False
+    catalog_name: str | None = None  # the warehouse's name when the code location has several
+
+    @property
+    def catalog_key(self) -> str:
+        """The resource key of the table's catalog."""
+        return keys.catalog_key(self.catalog_name)
+
+    @property
+    def io_manager_key(self) -> str:
+        """The resource key of the IO manager reading and writing the table."""
+        return keys.io_manager_key(self.catalog_name)
+
+    def catalog(self, context: Any) -> PaimonCatalogResource:
+        """The table's catalog among a sensor's, schedule's, check's or step's resources."""
+        catalog = getattr(context.resources, self.catalog_key)
+        assert isinstance(catalog, PaimonCatalogResource)
+        return catalog
 
     @property
     def name(self) -> str:

@@ -14,6 +14,17 @@ from __future__ import annotations
 CATALOG_KEY = "paimon_catalog"
 IO_MANAGER_KEY = "paimon_io_manager"
 
+
+def catalog_key(catalog_name: str | None = None) -> str:
+    """The catalog's resource key: ``paimon_catalog``, or ``paimon_catalog_<name>`` for a named
+    catalog (a code location holding more than one warehouse)."""
+    return CATALOG_KEY if catalog_name is None else f"{CATALOG_KEY}_{catalog_name}"
+
+
+def io_manager_key(catalog_name: str | None = None) -> str:
+    """The IO manager's resource key of the catalog named ``catalog_name`` (see :func:`catalog_key`)."""
+    return IO_MANAGER_KEY if catalog_name is None else f"{IO_MANAGER_KEY}_{catalog_name}"
+
 # ---- Run and op tags ---------------------------------------------------------------------
 
 # Every run of a table's ingestion job carries TABLE_TAG=<db.table>; dagster.yaml allows one

@@ -13,25 +13,26 @@ import dagster as dg
 
 from pipelines.compaction.lsm import LEVEL0_CHECK, SMALL_FILES_CHECK, level0_outcome, small_files_outcome
 from pipelines.target import TableTarget
-from resources import PaimonCatalogResource
 
 
 def lsm_checks(target: TableTarget) -> list[dg.AssetChecksDefinition]:
     """``level0_below_stop_trigger`` and ``small_files`` of one table."""
 
     @dg.asset_check(asset=target.asset_key, name=LEVEL0_CHECK, blocking=False,
+                    required_resource_keys={target.catalog_key},
                     description=f"Every bucket of {target.table} has fewer level-0 files than the stop-trigger "
                     "(num-sorted-run.stop-trigger, default compaction trigger + 3): WARN when one reaches it, "
                     "ERROR at twice it. Manifests only.")
-    def _level0(paimon_catalog: PaimonCatalogResource) -> dg.AssetCheckResult:
-        return level0_outcome(paimon_catalog.table(target.table).lsm_state()).result(target.asset_key)
+    def _level0(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+        return level0_outcome(target.catalog(context).table(target.table).lsm_state()).result(target.asset_key)
 
     @dg.asset_check(asset=target.asset_key, name=SMALL_FILES_CHECK, blocking=False,
+                    required_resource_keys={target.catalog_key},
                     description=f"No bucket of {target.table} holds compaction.min.file-num or more small files "
                     "above level 0 (append tables: twice that in all); the table-wide small-file ratio is in the "
                     "metadata. Manifests only.")
-    def _small_files(paimon_catalog: PaimonCatalogResource) -> dg.AssetCheckResult:
-        table = paimon_catalog.table(target.table)
+    def _small_files(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+        table = target.catalog(context).table(target.table)
         return small_files_outcome(table.lsm_state(), min_file_num=table.options.compaction_min_file_num,
                                    primary_key=bool(table.schema.primary_keys)).result(target.asset_key)
 

@@ -24,7 +24,8 @@ partition to the next run.
 # annotations of decorated functions as real types when the decorator runs.
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
 from typing import Any, cast
 
 import dagster as dg
@@ -263,16 +264,20 @@ def full_compaction() -> None:
     report_compaction(plan_out, commit_compaction(plan_out, tasks.map(compact_partition).collect()))
 
 
-def compaction_jobs(target: TableTarget) -> tuple[dg.JobDefinition, dg.JobDefinition]:
+def compaction_jobs(target: TableTarget, resources: Mapping[str, Any] = MappingProxyType({})
+                    ) -> tuple[dg.JobDefinition, dg.JobDefinition]:
     """The table's minor and full compaction jobs: its config as their default (the launchpad opens
-    with it) and its compaction tag on every run, whoever launches it."""
+    with it) and its compaction tag on every run, whoever launches it. ``resources``: those the
+    jobs carry themselves (see :func:`pipelines.target.job_resources`)."""
     tags = {**JOB_TAGS, **compaction_tags(target.table)}
     minor = minor_compaction.to_job(
         name=names.compaction_job(target.table), tags=tags, config=compaction_run_config(target),
+        resource_defs=dict(resources) or None,
         description=f"Minor compaction of {target.table}: what Paimon's picker asks for in every partition that "
         f"needs it. Launched by {names.compaction_sensor(target.table)}; one compaction of the table at a time.")
     full = full_compaction.to_job(
         name=names.full_compaction_job(target.table), tags=tags, config=full_compaction_run_config(target),
+        resource_defs=dict(resources) or None,
         description=f"Full compaction of {target.table}: every bucket rewritten into one sorted run at the max "
         "level (and, with changelog-producer full-compaction, the changelog of the keys that changed).")
     return minor, full

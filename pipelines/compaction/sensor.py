@@ -208,12 +208,12 @@ def compaction_sensor(target: TableTarget, jobs: tuple[dg.JobDefinition, dg.JobD
     @dg.sensor(
         name=names.compaction_sensor(target.table),
         jobs=list(jobs),  # the table's own (minor, full), the same objects the definitions bind
+        required_resource_keys={target.catalog_key},
         minimum_interval_seconds=sensor_interval_seconds(interval_seconds),
         default_status=dg.DefaultSensorStatus.RUNNING,
         description=sensor_description(target, full_job=full_job or described_full, full_every=full_every),
     )
-    def _sensor(context: dg.SensorEvaluationContext,
-                paimon_catalog: PaimonCatalogResource) -> dg.RunRequest | dg.SkipReason:
-        return evaluate(context, paimon_catalog, target, full_job=full_job)
+    def _sensor(context: dg.SensorEvaluationContext) -> dg.RunRequest | dg.SkipReason:
+        return evaluate(context, target.catalog(context), target, full_job=full_job)
 
     return _sensor

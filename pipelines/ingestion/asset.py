@@ -35,8 +35,6 @@ from pipelines.instance_limits import warn_about_gaps
 from pipelines.spec.declaration import PaimonTableSpec
 from resources import PaimonCatalogResource, PaimonWrite, commit_user_for, keys, write_metadata, write_partition
 from resources.keys import (
-    CATALOG_KEY,
-    IO_MANAGER_KEY,
     PARTITION_MAPPING_METADATA_KEY,
     TABLE_METADATA_KEY,
     TABLE_TAG,
@@ -175,12 +173,11 @@ def ensure_table(catalog: PaimonCatalogResource, spec: PaimonTableSpec,
                                 primary_keys=spec.primary_key, options=spec.table_options(), report=report)
 
 
-def ingest(context: dg.AssetExecutionContext, spec: PaimonTableSpec, produce: Producer
-           ) -> dg.Output[PaimonWrite | None]:
+def ingest(context: dg.AssetExecutionContext, spec: PaimonTableSpec, catalog: PaimonCatalogResource,
+           produce: Producer) -> dg.Output[PaimonWrite | None]:
     """Create the table if needed, produce the run's partition's data (each partition's, in a
     ranged run) and write it exactly once."""
     warn_about_gaps(context)
-    catalog: PaimonCatalogResource = getattr(context.resources, CATALOG_KEY)
     changed: list[str] = []
 
     def report(line: str) -> None:
@@ -314,7 +311,7 @@ def landing_producer(spec: PaimonTableSpec, context: dg.AssetExecutionContext) -
 
 
 def table_asset(spec: PaimonTableSpec, *, table_uri: str | None = None, declared_in: str | None = None,
-                changes_key: dg.AssetKey | None = None) -> dg.AssetsDefinition:
+                changes_key: dg.AssetKey | None = None, catalog_name: str | None = None) -> dg.AssetsDefinition:
     """The asset that ingests ``spec``'s table (its ``ingestion`` says from where); a changes
     consumer depends on its source's asset (``changes_key``, default ``[db, table]``)."""
     ingestion = spec.ingestion
@@ -326,7 +323,8 @@ def table_asset(spec: PaimonTableSpec, *, table_uri: str | None = None, declared
                             metadata={"columns": list(source.columns)} if source.columns else None)
            for name, source in ingestion.inputs.items()}
     wanted = resource_parameters(function) if function is not None and not changes else []
-    resource_keys = {CATALOG_KEY, *(name for name in wanted if name not in ins)}
+    catalog_key = keys.catalog_key(catalog_name)
+    resource_keys = {catalog_key, *(name for name in wanted if name not in ins)}
     metadata = asset_metadata(spec, table_uri=table_uri)
     references = code_references(spec, function, declared_in)
     if references is not None:
@@ -342,7 +340,8 @@ def table_asset(spec: PaimonTableSpec, *, table_uri: str | None = None, declared
         @dg.asset(
             key=spec.key, group_name=spec.group_name, description=description, owners=list(spec.owners) or None,
             tags=dict(spec.tags) or None, kinds=asset_kinds(spec), partitions_def=spec.partitions_def(),
-            metadata=metadata, io_manager_key=IO_MANAGER_KEY, required_resource_keys=resource_keys,
+            metadata=metadata, io_manager_key=keys.io_manager_key(catalog_name),
+            required_resource_keys=resource_keys,
             backfill_policy=ingestion.dagster_backfill_policy(),
             pool=names.pool(spec.table), op_tags={keys.OPERATION_TAG: f"ingest-{ingestion.mode}"},
             retry_policy=dg.RetryPolicy(max_retries=ingestion.retries, delay=ingestion.retry_delay_seconds,
@@ -351,13 +350,13 @@ def table_asset(spec: PaimonTableSpec, *, table_uri: str | None = None, declared
             deps=[changes_key or dg.AssetKey(ingestion.changes_of.split("."))] if ingestion.changes_of else None,
         )
         def _asset(context: dg.AssetExecutionContext, **inputs: Any) -> dg.Output[PaimonWrite | None]:
+            catalog: PaimonCatalogResource = getattr(context.resources, catalog_key)
             if changes:
-                catalog: PaimonCatalogResource = getattr(context.resources, CATALOG_KEY)
                 with permanent_failures(spec.table):
                     return consume_changes(context, spec, catalog, ensure_table(catalog, spec))
             produce = (function_producer(function, context, inputs) if function is not None else
                        landing_producer(spec, context))
-            return ingest(context, spec, produce)
+            return ingest(context, spec, catalog, produce)
 
     return _asset
 

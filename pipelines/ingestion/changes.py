@@ -138,7 +138,8 @@ def active_run(instance: dg.DagsterInstance, table: str) -> dg.DagsterRun | None
     return runs[0] if runs else None
 
 
-def changes_sensor(spec: PaimonTableSpec, job_name: str, *, interval_seconds: int) -> dg.SensorDefinition:
+def changes_sensor(spec: PaimonTableSpec, job_name: str, *, interval_seconds: int,
+                   catalog_key: str = keys.CATALOG_KEY) -> dg.SensorDefinition:
     """``changes_<db>_<table>_sensor``: RUNNING by default (it reads snapshot metadata only).
 
     The cursor is the last source snapshot decided on and the run key
@@ -151,12 +152,11 @@ def changes_sensor(spec: PaimonTableSpec, job_name: str, *, interval_seconds: in
     consumer_id = consumer_id_of(spec)
 
     @dg.sensor(name=names.changes_sensor(spec.table), job_name=job_name, minimum_interval_seconds=interval_seconds,
-               default_status=dg.DefaultSensorStatus.RUNNING,
+               default_status=dg.DefaultSensorStatus.RUNNING, required_resource_keys={catalog_key},
                description=f"Launch {job_name} when {source_name} has snapshots with changes that consumer "
                f"{consumer_id} has not read; reads snapshot metadata only.")
-    def _sensor(context: dg.SensorEvaluationContext,
-                paimon_catalog: PaimonCatalogResource) -> dg.RunRequest | dg.SkipReason:
-        source, reason = source_problem(spec, paimon_catalog)
+    def _sensor(context: dg.SensorEvaluationContext) -> dg.RunRequest | dg.SkipReason:
+        source, reason = source_problem(spec, getattr(context.resources, catalog_key))
         if reason is not None or source is None:
             return dg.SkipReason(reason)
         pending = pending_changes(source, consumer_id)

@@ -22,7 +22,6 @@ from pipelines.names import DATA_CHECK
 from pipelines.spec.declaration import PaimonTableSpec
 from pipelines.spec.parts import DataChecks
 from pipelines.target import TableTarget
-from resources import PaimonCatalogResource
 
 VALUES_SHOWN = 5
 
@@ -68,12 +67,13 @@ def data_check(spec: PaimonTableSpec, target: TableTarget) -> dg.AssetChecksDefi
         # A generator: in a run of several partitions it yields an evaluation per partition, which
         # Dagster's execution takes though the decorator's annotation names only AssetCheckResult.
         @dg.asset_check(asset=spec.key, name=DATA_CHECK, partitions_def=spec.partitions_def(),  # type: ignore[arg-type]
+                        required_resource_keys={target.catalog_key},
                         blocking=checks.blocking,
                         description=f"The written partition of {spec.table} has at least {checks.min_rows} row(s)"
                         + (f"; {'; '.join(rules)}" if rules else "") + " (as readers see it).")
-        def _check(context: dg.AssetCheckExecutionContext, paimon_catalog: PaimonCatalogResource
+        def _check(context: dg.AssetCheckExecutionContext
                    ) -> Iterator[dg.AssetCheckResult | dg.AssetCheckEvaluation | dg.Output[None]]:
-            table = paimon_catalog.table(spec.table)
+            table = target.catalog(context).table(spec.table)
 
             def evaluate(key: str | None) -> tuple[bool, dict[str, Any], str]:
                 row_filter = target.mapping.filter([key]) if target.mapping is not None and key is not None else None

@@ -37,7 +37,6 @@ from pipelines.ingestion.asset import (
 from pipelines.spec.declaration import PaimonTableSpec
 from pipelines.spec.validation import SLICE_PARAMETER
 from resources import PaimonCatalogResource, PaimonWrite, commit_user_for, keys
-from resources.keys import CATALOG_KEY, IO_MANAGER_KEY
 from resources.landing_location import LandedFile
 from resources.peak_memory import peak_rss_mib, reset_peak_rss
 from resources.write_shares import WriteShare, commit_shares, prepare_share
@@ -97,6 +96,8 @@ class _Steps:
     wanted: tuple[str, ...]  # resources the source function asks for
     retry: dg.RetryPolicy
     pool: str
+    catalog_key: str  # the resource keys of the table's warehouse
+    io_manager_key: str
 
 
 def _plan_op(steps: _Steps) -> dg.OpDefinition:
@@ -105,13 +106,13 @@ def _plan_op(steps: _Steps) -> dg.OpDefinition:
     assert ingestion is not None
     landing = ingestion.landing
 
-    @dg.op(name=names.plan_writes_op(spec.table), out=dg.DynamicOut(IngestSlice), required_resource_keys={CATALOG_KEY},
-           pool=steps.pool, tags={keys.OPERATION_TAG: "plan-writes"})
+    @dg.op(name=names.plan_writes_op(spec.table), out=dg.DynamicOut(IngestSlice),
+           required_resource_keys={steps.catalog_key}, pool=steps.pool, tags={keys.OPERATION_TAG: "plan-writes"})
     def plan_writes(context: dg.OpExecutionContext) -> Any:
         """Create the table if needed and fan the partition out to its write steps."""
         key, values = _partition(context, spec)
         with permanent_failures(spec.table):
-            ensure_table(getattr(context.resources, CATALOG_KEY), spec, context.log.warning)
+            ensure_table(getattr(context.resources, steps.catalog_key), spec, context.log.warning)
         files = None
         if landing is not None and not steps.sharded:
             files = landing.files(key, values)
@@ -137,12 +138,12 @@ def _write_op(steps: _Steps) -> dg.OpDefinition:
 
     @dg.op(name=names.write_share_op(spec.table),
            ins={"ingest_slice": dg.In(IngestSlice), **{n: dg.In(dg.Any) for n in ingestion.inputs}},
-           required_resource_keys={CATALOG_KEY, *steps.wanted}, retry_policy=steps.retry, pool=steps.pool,
+           required_resource_keys={steps.catalog_key, *steps.wanted}, retry_policy=steps.retry, pool=steps.pool,
            tags={keys.OPERATION_TAG: f"write-{ingestion.mode}"})
     def write_share(context: dg.OpExecutionContext, ingest_slice: IngestSlice, **inputs: Any) -> WriteShare:
         """Write this step's share of the partition into files; the commit step commits them."""
         key, values = _partition(context, spec)
-        catalog: PaimonCatalogResource = getattr(context.resources, CATALOG_KEY)
+        catalog: PaimonCatalogResource = getattr(context.resources, steps.catalog_key)
         reset_peak_rss()
         with permanent_failures(spec.table):
             table = catalog.table(spec.table)
@@ -171,13 +172,13 @@ def _commit_op(steps: _Steps) -> dg.OpDefinition:
     ingestion = spec.ingestion
     assert ingestion is not None
 
-    @dg.op(name=names.commit_op(spec.table), out=dg.Out(PaimonWrite, io_manager_key=IO_MANAGER_KEY),
-           required_resource_keys={CATALOG_KEY}, retry_policy=steps.retry, pool=steps.pool,
+    @dg.op(name=names.commit_op(spec.table), out=dg.Out(PaimonWrite, io_manager_key=steps.io_manager_key),
+           required_resource_keys={steps.catalog_key}, retry_policy=steps.retry, pool=steps.pool,
            tags={keys.OPERATION_TAG: "commit-writes"})
     def commit_writes(context: dg.OpExecutionContext, shares: list[WriteShare]) -> dg.Output[PaimonWrite]:
         """Commit every write step's files as one snapshot of the partition (exactly once)."""
         key, values = _partition(context, spec)
-        catalog: PaimonCatalogResource = getattr(context.resources, CATALOG_KEY)
+        catalog: PaimonCatalogResource = getattr(context.resources, steps.catalog_key)
         ordered = sorted(shares, key=lambda s: s.index)
         with permanent_failures(spec.table):
             table = catalog.table(spec.table)
@@ -195,8 +196,8 @@ def _commit_op(steps: _Steps) -> dg.OpDefinition:
     return commit_writes
 
 
-def fanned_asset(spec: PaimonTableSpec, *, table_uri: str | None = None,
-                 declared_in: str | None = None) -> dg.AssetsDefinition:
+def fanned_asset(spec: PaimonTableSpec, *, table_uri: str | None = None, declared_in: str | None = None,
+                 catalog_name: str | None = None) -> dg.AssetsDefinition:
     """The graph asset writing ``spec``'s partitions with ``ingestion.workers`` write steps."""
     ingestion = spec.ingestion
     assert ingestion is not None and ingestion.workers > 1 and ingestion.changes_of is None
@@ -206,7 +207,7 @@ def fanned_asset(spec: PaimonTableSpec, *, table_uri: str | None = None,
     steps = _Steps(spec, not spec.bucketless_append, wanted,
                    dg.RetryPolicy(max_retries=ingestion.retries, delay=ingestion.retry_delay_seconds,
                                   backoff=dg.Backoff.EXPONENTIAL, jitter=dg.Jitter.PLUS_MINUS),
-                   names.pool(spec.table))
+                   names.pool(spec.table), keys.catalog_key(catalog_name), keys.io_manager_key(catalog_name))
     plan_writes, write_share, commit_writes = _plan_op(steps), _write_op(steps), _commit_op(steps)
     metadata = asset_metadata(spec, table_uri=table_uri)
     references = code_references(spec, function, declared_in)

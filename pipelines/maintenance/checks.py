@@ -12,7 +12,6 @@ import dagster as dg
 
 from pipelines.maintenance.verdicts import ORPHANS_CHECK, RETENTION_CHECK, orphans_outcome, retention_outcome
 from pipelines.target import TableTarget
-from resources import PaimonCatalogResource
 
 # Past executions of the orphan check looked at for its last verdict (newest first).
 HISTORY_LOOKED_AT = 20
@@ -23,22 +22,23 @@ def maintenance_checks(target: TableTarget) -> list[dg.AssetChecksDefinition]:
     maintenance lags its schedule)."""
 
     @dg.asset_check(asset=target.asset_key, name=RETENTION_CHECK, blocking=False,
+                    required_resource_keys={target.catalog_key},
                     description=f"{target.table} keeps no snapshot its expiry schedule should already have "
                     "expired (Paimon's retention: snapshot.num-retained.min/max, snapshot.time-retained; "
                     "consumers and tags respected), and no more than snapshot.num-retained.max.")
-    def _retention(paimon_catalog: PaimonCatalogResource) -> dg.AssetCheckResult:
-        return retention_outcome(paimon_catalog.table(target.table), target).result(target.asset_key)
+    def _retention(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+        return retention_outcome(target.catalog(context).table(target.table), target).result(target.asset_key)
 
     @dg.asset_check(asset=target.asset_key, name=ORPHANS_CHECK, blocking=False,
+                    required_resource_keys={target.catalog_key},
                     description=f"{target.table} holds no orphan file (referenced by no snapshot or tag) that its "
                     "cleanup schedule should already have deleted (older than a day before its previous run); "
                     "lists the table's directories, so the ingestion jobs leave it out: the cleanup job records it.")
-    def _orphans(context: dg.AssetCheckExecutionContext,
-                 paimon_catalog: PaimonCatalogResource) -> dg.AssetCheckResult:
+    def _orphans(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
         if target.asset_key in (context.run.asset_selection or ()):
             return last_verdict(context.instance, dg.AssetCheckKey(target.asset_key, ORPHANS_CHECK),
                                 own_run_id=context.run.run_id)
-        return orphans_outcome(paimon_catalog.table(target.table), target).result(target.asset_key)
+        return orphans_outcome(target.catalog(context).table(target.table), target).result(target.asset_key)
 
     return [_retention, _orphans]
 

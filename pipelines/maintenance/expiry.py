@@ -11,6 +11,8 @@ neither.
 # No `from __future__ import annotations`: Dagster reads the context, config and resource
 # annotations of decorated functions as real types when the decorator runs.
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import dagster as dg
@@ -139,10 +141,12 @@ def snapshot_expiry() -> None:
 
 
 def expire_job(target: TableTarget, *, retain_min: int | None = None, retain_max: int | None = None,
-               max_deletes: int | None = None) -> dg.JobDefinition:
+               max_deletes: int | None = None, resources: Mapping[str, Any] = MappingProxyType({})
+               ) -> dg.JobDefinition:
     """``expire_snapshots_<db>_<table>_job``: the table's expiry, with the spec's overrides as its default."""
     return maintenance_job(
         snapshot_expiry, name=names.expire_job(target.table), operation="expire-snapshots", target=target,
+        resources=resources,
         config=expire_run_config(target, retain_min=retain_min, retain_max=retain_max, max_deletes=max_deletes),
         description=f"Expire {target.table}'s snapshots beyond its retention, deleting the files only they reached. "
         f"Launched by {names.expire_schedule(target.table)}; never next to a compaction of the table.")

@@ -11,6 +11,8 @@ in flight would look like orphans).
 # annotations of decorated functions as real types when the decorator runs.
 
 from collections import Counter
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import dagster as dg
@@ -126,10 +128,11 @@ def orphan_cleanup() -> None:
     remove_orphan_files()
 
 
-def orphans_job(target: TableTarget) -> dg.JobDefinition:
+def orphans_job(target: TableTarget, resources: Mapping[str, Any] = MappingProxyType({})) -> dg.JobDefinition:
     """``remove_orphan_files_<db>_<table>_job``: the table's orphan cleanup."""
     return maintenance_job(
         orphan_cleanup, name=names.orphans_job(target.table), operation="remove-orphan-files", target=target,
+        resources=resources,
         config=orphans_run_config(target),
         description=f"Delete {target.table}'s orphan files (referenced by no snapshot or tag) older than a day, or "
         f"the configured window. Launched by {names.orphans_schedule(target.table)}; never next to a compaction "

@@ -31,7 +31,7 @@ than a day. A tick skips while the table does not exist yet.
 # No `from __future__ import annotations`: Dagster reads the context, config and resource
 # annotations of decorated functions as real types when the decorator runs.
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 import dagster as dg
@@ -85,10 +85,11 @@ def maintenance_target(context: dg.OpExecutionContext, config: MaintenanceConfig
 
 
 def maintenance_job(graph: dg.GraphDefinition, *, name: str, operation: str, target: TableTarget,
-                    config: dict[str, Any], description: str) -> dg.JobDefinition:
+                    config: dict[str, Any], description: str, resources: Mapping[str, Any]) -> dg.JobDefinition:
     """One table's maintenance job: in process (one small step), its config as the default (the
     launchpad opens with it) and the table's compaction tag on every run, whoever launches it."""
     return graph.to_job(name=name, executor_def=dg.in_process_executor, config=config, description=description,
+                        resource_defs=dict(resources) or None,
                         tags={keys.OPERATION_TAG: operation, **maintenance_tags(target.table)})
 
 
@@ -98,10 +99,10 @@ def maintenance_schedule(target: TableTarget, *, name: str, cron: str, job: dg.J
     """A RUNNING schedule of one maintenance job for ``target`` (skipped until the table exists)."""
 
     @dg.schedule(name=name, cron_schedule=cron, job=job, execution_timezone="UTC",
+                 required_resource_keys={target.catalog_key},
                  default_status=dg.DefaultScheduleStatus.RUNNING, description=description)
-    def _schedule(context: dg.ScheduleEvaluationContext,
-                  paimon_catalog: PaimonCatalogResource) -> dg.RunRequest | dg.SkipReason:
-        if table_or_none(paimon_catalog, target.table) is None:
+    def _schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequest | dg.SkipReason:
+        if table_or_none(target.catalog(context), target.table) is None:
             return dg.SkipReason(f"{target.table} does not exist yet")
         return dg.RunRequest(run_config=run_config(target), tags=maintenance_tags(target.table))
 

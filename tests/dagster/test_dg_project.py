@@ -29,7 +29,7 @@ from tests.support.dg_projects import command, dg_project
 
 REPO = Path(__file__).resolve().parents[2]
 DAY = "2024-01-02"
-TABLES = ("web.clicks", "crm.customers", "finance.ledger")
+TABLES = ("web.clicks", "crm.customers", "finance.ledger", "archive.visits")
 FILES = {
     "pyproject.toml": """\
 [tool.dg]
@@ -75,6 +75,21 @@ attributes:
       partitions: {kind: daily, start: "2024-01-01", end: "2024-01-08"}
       ingestion: {mode: upsert, function: "teams.sources:customers"}
 """,
+    # A second warehouse in the same code location: its resources are named after it.
+    "teams/defs/archive/defs.yaml": """\
+type: pipelines.component.PaimonTables
+attributes:
+  warehouse: "{{ env.ARCHIVE_WAREHOUSE }}"
+  catalog_name: archive
+  tables:
+    - table: archive.visits
+      columns: [{name: dt, type: STRING NOT NULL}, {name: id, type: BIGINT NOT NULL}, {name: name, type: STRING}]
+      primary_key: [dt, id]
+      partition_keys: [dt]
+      options: {bucket: "1", num-sorted-run.compaction-trigger: "2"}
+      partitions: {kind: daily, start: "2024-01-01", end: "2024-01-08"}
+      ingestion: {mode: upsert, function: "teams.sources:customers"}
+""",
     "teams/defs/finance.py": """\
 import os
 
@@ -110,8 +125,13 @@ def ledger(context: dg.AssetExecutionContext) -> pa.Table:
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.setenv("ARCHIVE_WAREHOUSE", str(tmp_path / "archive_warehouse"))
     with dg_project(tmp_path, monkeypatch, "teams", FILES) as root:
         yield root
+
+
+def catalog_of(table: str) -> pc.Catalog:
+    return pc.Catalog(os.environ["ARCHIVE_WAREHOUSE" if table.startswith("archive.") else "PAIMON_WAREHOUSE"])
 
 
 def land_clicks(day: str, part: int) -> None:
@@ -152,7 +172,7 @@ def test_every_table_is_ingested_compacted_and_maintained(project: Path, instanc
     for table in TABLES:
         assert {names.ingestion_job(table), names.compaction_job(table), names.full_compaction_job(table),
                 names.expire_job(table), names.orphans_job(table)} <= jobs
-    catalog = pc.Catalog(os.environ["PAIMON_WAREHOUSE"])
+    catalog = catalog_of("web.clicks")
 
     # Two commits in one partition of each table: the compaction triggers (2) are reached.
     for part in range(2):
@@ -160,9 +180,13 @@ def test_every_table_is_ingested_compacted_and_maintained(project: Path, instanc
         run(defs, instance, names.ingestion_job("web.clicks"), partition=DAY)
         run(defs, instance, names.ingestion_job("crm.customers"), partition=DAY)
         run(defs, instance, names.ingestion_job("finance.ledger"), partition=DAY)
+        run(defs, instance, names.ingestion_job("archive.visits"), partition=DAY)
     assert catalog.get_table("web.clicks").read().num_rows == 2  # the day's files, upserted: 1, then 2
     assert catalog.get_table("crm.customers").read().num_rows == 3
     assert catalog.get_table("finance.ledger").read().num_rows == 4
+    # The archive's table is in its own warehouse only.
+    assert catalog_of("archive.visits").get_table("archive.visits").read().num_rows == 3
+    assert "archive" not in catalog.list_databases()
 
     for table in TABLES:
         with dg.build_sensor_context(instance=instance, definitions=defs, resources=defs.resources) as context:
@@ -171,7 +195,7 @@ def test_every_table_is_ingested_compacted_and_maintained(project: Path, instanc
         assert request.job_name == names.compaction_job(table)
         compacted = run(defs, instance, request.job_name, request)
         assert compacted.dagster_run.tags[COMPACTION_TAG] == table
-        assert catalog.get_table(table).lsm_state().max_level0_files <= 1
+        assert catalog_of(table).get_table(table).lsm_state().max_level0_files <= 1
 
         for schedule_name in (names.expire_schedule(table), names.orphans_schedule(table)):
             schedule = defs.resolve_schedule_def(schedule_name)
@@ -190,6 +214,16 @@ def test_an_unset_environment_variable_fails_the_load_naming_it(project: Path, m
     text = "\n".join(causes)
     assert f"{where}: environment variable {variable} is not set" in text, text
     assert not list(project.rglob("None")), "nothing is created under a path named None"
+
+
+def test_a_second_warehouse_without_a_name_of_its_own_is_refused_naming_both(project: Path) -> None:
+    archive = project / "teams" / "defs" / "archive" / "defs.yaml"
+    archive.write_text(archive.read_text().replace("  catalog_name: archive\n", ""))
+
+    causes = load_refusal(project)
+    [said] = {c for c in causes if "binds warehouse" in c}
+    assert str(archive) in said and ("web/defs.yaml" in said or "crm/defs.yaml" in said), said
+    assert "give one of them a catalog_name of its own" in said
 
 
 def test_an_empty_warehouse_in_python_is_refused_by_name() -> None:
@@ -281,11 +315,11 @@ def test_a_table_declared_in_yaml_and_in_python_is_refused_naming_both(project: 
 def test_dg_check_yaml_refuses_a_value_no_field_takes(project: Path) -> None:
     """The schema lists the values of the enumerated fields (a template still passes), so `dg check
     yaml` (and so `dg check defs`) refuses what the load would, before anything is imported.
-    (dagster-dg-cli 1.13.27 checks one file per component type, the last it finds: both folders
-    carry the mistake here, so whichever it checks is refused.)"""
-    crm = project / "teams" / "defs" / "crm" / "defs.yaml"
-    web = project / "teams" / "defs" / "web" / "defs.yaml"
-    for path in (crm, web):
+    (dagster-dg-cli 1.13.27 checks one file per component type, the last it finds, when given no
+    path: every folder carries the mistake here, so whichever it checks is refused; given a
+    folder, it checks that folder's file, which is how the reference says to check each.)"""
+    declared = sorted((project / "teams" / "defs").rglob("defs.yaml"))
+    for path in declared:
         path.write_text(path.read_text().replace("mode: upsert", "mode: merge"))
 
     checked = command(project, "dg", "check", "yaml")
@@ -293,6 +327,8 @@ def test_dg_check_yaml_refuses_a_value_no_field_takes(project: Path) -> None:
 
     assert checked.returncode != 0 and "defs.yaml" in checked.stdout + checked.stderr
     assert loaded.returncode != 0
-    for path in (crm, web):
+    one_folder = command(project, "dg", "check", "yaml", "teams/defs/crm")
+    assert one_folder.returncode != 0 and "crm/defs.yaml" in one_folder.stdout + one_folder.stderr
+    for path in declared:
         path.write_text(path.read_text().replace("mode: merge", "mode: \"{{ env.MODE or 'upsert' }}\""))
     assert command(project, "dg", "check", "yaml").returncode == 0  # a template is checked when it loads
