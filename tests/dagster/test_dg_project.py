@@ -75,21 +75,6 @@ attributes:
       partitions: {kind: daily, start: "2024-01-01", end: "2024-01-08"}
       ingestion: {mode: upsert, function: "teams.sources:customers"}
 """,
-    # A second warehouse in the same code location: its resources are named after it.
-    "teams/defs/archive/defs.yaml": """\
-type: pipelines.component.PaimonTables
-attributes:
-  warehouse: "{{ env.ARCHIVE_WAREHOUSE }}"
-  catalog_name: archive
-  tables:
-    - table: archive.visits
-      columns: [{name: dt, type: STRING NOT NULL}, {name: id, type: BIGINT NOT NULL}, {name: name, type: STRING}]
-      primary_key: [dt, id]
-      partition_keys: [dt]
-      options: {bucket: "1", num-sorted-run.compaction-trigger: "2"}
-      partitions: {kind: daily, start: "2024-01-01", end: "2024-01-08"}
-      ingestion: {mode: upsert, function: "teams.sources:customers"}
-""",
     "teams/defs/finance.py": """\
 import os
 
@@ -121,6 +106,11 @@ def ledger(context: dg.AssetExecutionContext) -> pa.Table:
     return pa.table({"amount": pa.array([10, -4], pa.int64())})
 """,
 }
+
+# A second warehouse in the same code location: its resources are named after it.
+FILES["teams/defs/archive/defs.yaml"] = FILES["teams/defs/crm/defs.yaml"].replace(
+    '"{{ env.PAIMON_WAREHOUSE }}"', '"{{ env.ARCHIVE_WAREHOUSE }}"\n  catalog_name: archive').replace(
+    "crm.customers", "archive.visits")
 
 
 @pytest.fixture
