@@ -49,3 +49,22 @@ def warn_about_gaps(context: dg.OpExecutionContext | dg.AssetExecutionContext) -
         context.log.warning("this Dagster instance does not limit Paimon runs per table (two runs writing or "
                             f"compacting one table may then collide); its dagster.yaml needs, as {TEMPLATE} has: "
                             + "; ".join(gaps))
+
+
+def ensure_pools(instance: dg.DagsterInstance, pools: Sequence[str]) -> list[str]:
+    """Create ``pools`` with the instance's default limit where they do not exist yet; the ones
+    created.
+
+    Dagster's run queue reads the pools that exist once per pass and creates a newly seen pool in
+    that pass, after deciding: the first runs of a pool nobody created go out together, limit or
+    not (a table's first backfill would start all its writers at once). The table's sensors and
+    write steps create its pool beforehand, so the queue knows the limit from the first run on.
+    """
+    if not instance.global_op_concurrency_default_limit:
+        return []
+    storage = instance.event_log_storage
+    existing = storage.get_concurrency_keys()
+    created = [pool for pool in pools if pool not in existing]
+    for pool in created:
+        storage.initialize_concurrency_limit_to_default(pool)
+    return created

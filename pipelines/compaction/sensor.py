@@ -35,6 +35,7 @@ from paimon_core.errors import DatabaseNotFoundError, TableNotFoundError
 from pipelines import names
 from pipelines.compaction.jobs import compaction_run_config, compaction_tags, full_compaction_run_config
 from pipelines.compaction.lsm import level0_threshold
+from pipelines.instance_limits import ensure_pools
 from pipelines.target import TableTarget, sensor_interval_seconds
 from resources import PaimonCatalogResource
 from resources.keys import (
@@ -214,6 +215,7 @@ def compaction_sensor(target: TableTarget, jobs: tuple[dg.JobDefinition, dg.JobD
         description=sensor_description(target, full_job=full_job or described_full, full_every=full_every),
     )
     def _sensor(context: dg.SensorEvaluationContext) -> dg.RunRequest | dg.SkipReason:
+        ensure_pools(context.instance, [names.pool(target.table)])
         return evaluate(context, target.catalog(context), target, full_job=full_job)
 
     return _sensor

@@ -31,7 +31,7 @@ from pipelines.executors.named import executor_named
 from pipelines.ingestion.changes import consume_changes
 from pipelines.ingestion.ranges import OnePartition, is_ranged, write_range
 from pipelines.ingestion.resumption import earlier_runs, to_resume
-from pipelines.instance_limits import warn_about_gaps
+from pipelines.instance_limits import ensure_pools, warn_about_gaps
 from pipelines.spec.declaration import PaimonTableSpec
 from resources import PaimonCatalogResource, PaimonWrite, commit_user_for, keys, write_metadata, write_partition
 from resources.keys import (
@@ -178,6 +178,7 @@ def ingest(context: dg.AssetExecutionContext, spec: PaimonTableSpec, catalog: Pa
     """Create the table if needed, produce the run's partition's data (each partition's, in a
     ranged run) and write it exactly once."""
     warn_about_gaps(context)
+    ensure_pools(context.instance, [names.pool(spec.table)])  # for the next runs, if no sensor made it
     changed: list[str] = []
 
     def report(line: str) -> None:

@@ -22,6 +22,7 @@ from paimon_core import ROW_KIND
 from paimon_core.errors import DatabaseNotFoundError, TableNotFoundError
 from pipelines import names
 from pipelines.ingestion.consumer import CHANGE_KINDS, Consumption, consume, pending_changes
+from pipelines.instance_limits import ensure_pools
 from pipelines.spec.declaration import PaimonTableSpec
 from pipelines.spec.validation import change_source_problem, typo_of, unknown_source
 from resources import PaimonCatalogResource, PaimonWrite, keys
@@ -156,6 +157,7 @@ def changes_sensor(spec: PaimonTableSpec, job_name: str, *, interval_seconds: in
                description=f"Launch {job_name} when {source_name} has snapshots with changes that consumer "
                f"{consumer_id} has not read; reads snapshot metadata only.")
     def _sensor(context: dg.SensorEvaluationContext) -> dg.RunRequest | dg.SkipReason:
+        ensure_pools(context.instance, [names.pool(spec.table)])
         source, reason = source_problem(spec, getattr(context.resources, catalog_key))
         if reason is not None or source is None:
             return dg.SkipReason(reason)

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 import dagster as dg
 
 from pipelines import names
+from pipelines.instance_limits import ensure_pools
 from pipelines.spec.declaration import PaimonTableSpec
 from resources import keys
 from resources.keys import RUN_KEY_TAG, TABLE_TAG
@@ -102,6 +103,7 @@ def landing_sensor(spec: PaimonTableSpec, job_name: str) -> dg.SensorDefinition:
                description=f"Launch {job_name} for a partition of {spec.table} when files land or change under "
                f"{landing.path}; lists files only.")
     def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
+        ensure_pools(context.instance, [names.pool(spec.table)])
         seen: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
         found = landed_files(landing, definition, mapping, ingestion.lookback)
         requests: list[dg.RunRequest] = []

@@ -1,12 +1,14 @@
-"""What a Dagster instance lacks for the per-table limits (pure: its concurrency settings in)."""
+"""What a Dagster instance lacks for the per-table limits (pure: its concurrency settings in), and
+the tables' pools created before the run queue first meets them (on a test instance)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import dagster as dg
 import yaml
 
-from pipelines.instance_limits import instance_gaps
+from pipelines.instance_limits import ensure_pools, instance_gaps
 from resources.keys import COMPACTION_TAG, TABLE_TAG
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "dagster_home" / "dagster.yaml"
@@ -32,3 +34,18 @@ def test_a_limit_of_another_size_or_not_per_value_is_a_gap() -> None:
               {"key": COMPACTION_TAG, "limit": 1}]
 
     assert len(instance_gaps(limits, 1, "run")) == 2
+
+
+def test_a_tables_pool_is_created_with_the_default_limit_once() -> None:
+    overrides = {"concurrency": {"pools": {"default_limit": 1, "granularity": "run"}}}
+    with dg.instance_for_test(overrides=overrides) as instance:
+        assert ensure_pools(instance, ["paimon-write/a.b", "paimon-write/c.d"]) == ["paimon-write/a.b",
+                                                                                   "paimon-write/c.d"]
+        assert instance.event_log_storage.get_concurrency_info("paimon-write/a.b").slot_count == 1
+        assert ensure_pools(instance, ["paimon-write/a.b"]) == []  # there already
+
+
+def test_no_pool_is_created_on_an_instance_without_a_default_limit() -> None:
+    with dg.instance_for_test() as instance:
+        assert ensure_pools(instance, ["paimon-write/a.b"]) == []
+        assert "paimon-write/a.b" not in instance.event_log_storage.get_concurrency_keys()
