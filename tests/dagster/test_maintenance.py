@@ -525,24 +525,30 @@ def test_checks_run_with_the_asset(project_defs: dg.Definitions, instance: dg.Da
     assert execute_check(project_defs, instance, ORPHANS_CHECK).passed
 
 
-def test_writes_with_every_check_repeat_the_orphan_checks_last_verdict(project_defs: dg.Definitions,
-                                                                     instance: dg.DagsterInstance,
-                                                                     events: pc.Table) -> None:
-    """Materializing from the asset page selects every check; the orphan check then repeats what
-    was last found instead of listing the table's directories after each write."""
+def test_writes_with_every_check_leave_the_orphan_check_unevaluated(project_defs: dg.Definitions,
+                                                                    instance: dg.DagsterInstance,
+                                                                    events: pc.Table) -> None:
+    """Materializing from the asset page selects every check; the orphan check then says nothing
+    (shown as not evaluated in that run), instead of a verdict it did not reach by listing the
+    table's directories after each write; Execute evaluates it."""
     page = project_defs.resolve_implicit_global_asset_job_def()
+    key = dg.AssetCheckKey(EVENTS_KEY, ORPHANS_CHECK)
 
-    def write_with_every_check() -> dg.AssetCheckEvaluation:
+    def write_with_every_check() -> dg.ExecuteInProcessResult:
         result = page.execute_in_process(instance=instance, partition_key=DAY, asset_selection=[EVENTS_KEY])
-        return checks(result)[ORPHANS_CHECK]
+        assert result.success
+        return result
 
-    never = write_with_every_check()
-    assert never.passed and never.metadata["evaluated"].value is False
+    written = write_with_every_check()
+    assert ORPHANS_CHECK not in checks(written)
+    [planned] = instance.event_log_storage.get_asset_check_execution_history(key, limit=1)
+    assert planned.run_id == written.run_id and planned.status.value == "PLANNED"  # the UI: not evaluated
     plant(events, "data-crashed-writer-5.parquet", age_s=4 * DAY_MS / 1000)
-    found = execute_check(project_defs, instance, ORPHANS_CHECK)
-    assert not found.passed
+    assert not execute_check(project_defs, instance, ORPHANS_CHECK).passed
 
-    repeated = write_with_every_check()
+    again = write_with_every_check()
 
-    assert not repeated.passed and repeated.metadata["evaluated"].value is False
-    assert found.description in repeated.description
+    assert ORPHANS_CHECK not in checks(again)
+    latest = [r for r in instance.event_log_storage.get_asset_check_execution_history(key, limit=5)
+              if r.event is not None and r.event.asset_check_evaluation is not None]
+    assert not latest[0].event.asset_check_evaluation.passed  # the last verdict stands, not repeated
