@@ -143,11 +143,14 @@ def snapshot_expiry() -> None:
 def expire_job(target: TableTarget, *, retain_min: int | None = None, retain_max: int | None = None,
                max_deletes: int | None = None, resources: Mapping[str, Any] = MappingProxyType({})
                ) -> dg.JobDefinition:
-    """``expire_snapshots_<db>_<table>_job``: the table's expiry, with the spec's overrides as its default."""
+    """``expire_snapshots_<db>_<table>_job``: the table's expiry, with the spec's overrides as its
+    default and a dry run as the launchpad's (as ``paimon expire-snapshots`` without --execute);
+    its schedule deletes."""
     return maintenance_job(
         snapshot_expiry, name=names.expire_job(target.table), operation="expire-snapshots", target=target,
         resources=resources,
-        config=expire_run_config(target, retain_min=retain_min, retain_max=retain_max, max_deletes=max_deletes),
+        config=expire_run_config(target, dry_run=True, retain_min=retain_min, retain_max=retain_max,
+                                 max_deletes=max_deletes),
         description=f"Expire {target.table}'s snapshots beyond its retention, deleting the files only they reached. "
         f"Launched by {names.expire_schedule(target.table)}; never next to a compaction of the table.")
 

@@ -129,11 +129,12 @@ def orphan_cleanup() -> None:
 
 
 def orphans_job(target: TableTarget, resources: Mapping[str, Any] = MappingProxyType({})) -> dg.JobDefinition:
-    """``remove_orphan_files_<db>_<table>_job``: the table's orphan cleanup."""
+    """``remove_orphan_files_<db>_<table>_job``: the table's orphan cleanup, a dry run from the
+    launchpad (as ``paimon remove-orphan-files`` without --execute); its schedule deletes."""
     return maintenance_job(
         orphan_cleanup, name=names.orphans_job(target.table), operation="remove-orphan-files", target=target,
         resources=resources,
-        config=orphans_run_config(target),
+        config=orphans_run_config(target, dry_run=True),
         description=f"Delete {target.table}'s orphan files (referenced by no snapshot or tag) older than a day, or "
         f"the configured window. Launched by {names.orphans_schedule(target.table)}; never next to a compaction "
         "of the table.")

@@ -552,3 +552,22 @@ def test_writes_with_every_check_leave_the_orphan_check_unevaluated(project_defs
     latest = [r for r in instance.event_log_storage.get_asset_check_execution_history(key, limit=5)
               if r.event is not None and r.event.asset_check_evaluation is not None]
     assert not latest[0].event.asset_check_evaluation.passed  # the last verdict stands, not repeated
+
+
+def test_the_launchpad_opens_maintenance_as_a_dry_run_and_the_schedules_delete(project_defs: dg.Definitions,
+                                                                               instance: dg.DagsterInstance,
+                                                                               events: pc.Table) -> None:
+    """As the command line: a person's launch of a maintenance job lists what it would delete;
+    the schedules, which the retention decides for, delete."""
+    old = plant(events, "data-crashed-writer-6.parquet", age_s=4 * DAY_MS / 1000)
+    for name in (EXPIRE_JOB, ORPHANS_JOB):
+        job = project_defs.resolve_job_def(name)
+        [config] = [op["config"] for op in (job.run_config or {})["ops"].values()]  # what the launchpad opens with
+        assert config["dry_run"] is True
+        assert job.execute_in_process(instance=instance).success
+    assert old.exists()  # the orphan launched by hand was listed, not deleted
+    for schedule in (names.expire_schedule(EVENTS_TABLE), names.orphans_schedule(EVENTS_TABLE)):
+        with dg.build_schedule_context(instance=instance, resources=project_defs.resources) as context:
+            [request] = project_defs.resolve_schedule_def(schedule).evaluate_tick(context).run_requests or []
+        op = next(iter(request.run_config["ops"]))
+        assert request.run_config["ops"][op]["config"]["dry_run"] is False
