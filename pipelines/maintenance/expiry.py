@@ -124,11 +124,13 @@ def expire_snapshots(context: dg.OpExecutionContext, config: ExpireSnapshotsConf
     context.log.info(f"{plan.summary()}; {before.count} -> {after.count} snapshots retained"
                      + (f"; first files: {', '.join(relative(table, p) for p in plan.data_files[:3])}"
                         if plan.data_files else ""))
-    if not plan.dry_run:
+    # Only what changed the table is an event on its asset (an hourly run with nothing to expire
+    # would fill its events); the run's output and the retention check say the rest.
+    if not plan.dry_run and (plan.snapshots or (tags is not None and (tags.created or tags.deleted))):
         context.log_event(dg.AssetObservation(
             asset_key=target.asset_key, metadata=plottable(metadata, PLOTTED),
             description=(f"expired snapshots {metadata[keys.MAINTENANCE_EXPIRED_SNAPSHOTS]}, {plan.bytes:,} bytes"
-                         if plan.snapshots else "snapshot expiry: no snapshot to expire")))
+                         if plan.snapshots else "snapshot expiry: automatic tags changed, no snapshot expired")))
     record(context, target, retention_outcome(table, target))
     return dg.Output(plan, metadata=metadata)
 

@@ -113,7 +113,7 @@ def remove_orphan_files(context: dg.OpExecutionContext, config: RemoveOrphanFile
                      f"{result.candidates} file(s) older than {iso(result.older_than_ms)}"
                      + (f": {', '.join(relative(table, p) for p in result.orphans[:PATHS_SHOWN])}"
                         if result.orphans else ""))
-    if not result.dry_run:
+    if not result.dry_run and result.orphans:  # a cleanup that found nothing leaves no event on the asset
         context.log_event(dg.AssetObservation(
             asset_key=target.asset_key, metadata=plottable(metadata, PLOTTED),
             description=f"removed {len(result.orphans)} orphan file(s), {result.bytes:,} bytes"))

@@ -12,9 +12,9 @@ would, each with the table's config as its default (``pipelines.target``):
 - ``remove_orphan_files_<db>_<table>_job`` (``pipelines.maintenance.orphans``): ``Table.remove_orphan_files``,
   files no snapshot or tag references and older than a day.
 
-Each run logs one line of what it deleted, attaches counts as output metadata and, unless it
-was a dry run, as an ``AssetObservation`` on the table's asset, and records the matching check
-(``pipelines.maintenance.verdicts``) as of after the run.
+Each run logs one line of what it deleted, attaches counts as output metadata and, when it
+deleted something (not a dry run, not a no-op), as an ``AssetObservation`` on the table's asset,
+and records the matching check (``pipelines.maintenance.verdicts``) as of after the run.
 
 **Concurrency.** Maintenance jobs carry ``paimon/compaction=<db.table>`` (every run inherits it), the tag
 ``dagster_home/dagster.yaml`` limits to one run per table: so an expiry or a cleanup never runs

@@ -195,8 +195,8 @@ def test_default_retention_keeps_young_snapshots(run_job: JobRunner, events: pc.
 
     assert result.output_for_node("expire_snapshots").snapshots == ()
     assert len(events.snapshots()) == COMMITS
-    [observed] = observations(result)
-    assert plain(observed.metadata)["snapshots_expired"] == 0
+    assert plain(output_metadata(result, "expire_snapshots"))["snapshots_expired"] == 0
+    assert observations(result) == []  # nothing changed: no event on the asset
 
 
 def test_expiry_creates_due_automatic_tags_first(run_job: JobRunner, events: pc.Table, target: TableTarget,
@@ -301,7 +301,6 @@ def test_a_run_naming_only_the_table_needs_its_asset(run_job: JobRunner, events:
 
     keyed = run(run_job, job, {"ops": {op: {"config": {"table": EVENTS_TABLE, "asset_key": list(EVENTS_KEY.path)}}}})
     assert keyed.success
-    assert {o.asset_key for o in observations(keyed)} == {EVENTS_KEY}
     assert {e.asset_key for e in keyed.get_asset_check_evaluations()} == {EVENTS_KEY}
 
 
@@ -369,7 +368,9 @@ def test_maintenance_of_a_table_declared_with_a_spec(warehouse: str, instance: d
         result = runner(job, run_config=request.run_config, tags=dict(request.tags))
 
         assert result.success
-        assert [o.asset_key for o in observations(result)] == [CUSTOMERS_KEY]
+        # The expiry has nothing to expire (no event on the asset); the cleanup deletes the stray.
+        assert [o.asset_key for o in observations(result)] == ([CUSTOMERS_KEY] if job == names.orphans_job(customers)
+                                                                else [])
         [evaluation] = result.get_asset_check_evaluations()
         assert evaluation.asset_key == CUSTOMERS_KEY
         assert evaluation.metadata["schedule"].value == cron
