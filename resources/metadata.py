@@ -88,7 +88,8 @@ def write_metadata(table: pc.Table, *, snapshot_id: int | None, partition: Mappi
     (``dagster/partition_row_count``) come from them only where they are exact (see
     ``manifest_count_is_exact``), else from a merged read of its keys (``row_count_source``
     says which); the whole table's
-    live count would need a merged read of everything, so ``dagster/row_count`` is left out.
+    live count would need a merged read of everything, so ``dagster/row_count`` is left out. A
+    write of the whole table (``partition`` empty) counts it so, and says it as ``dagster/row_count``.
     """
     expired = False
     try:
@@ -122,6 +123,10 @@ def write_metadata(table: pc.Table, *, snapshot_id: int | None, partition: Mappi
         metadata[keys.INGEST_ROW_COUNT_SOURCE] = "manifests" if exact else "merged read"
         metadata["dagster/partition_row_count"] = (
             in_partition if exact else live_rows(table, partition, snapshot.id) if snapshot is not None else 0)
+    if not partition:
+        # A write of the whole table (an unpartitioned asset): its rows are the table's, and a
+        # partition count would name a partition that is not there.
+        metadata["dagster/row_count"] = metadata.pop("dagster/partition_row_count")
     return metadata
 
 

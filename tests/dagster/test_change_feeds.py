@@ -22,7 +22,7 @@ import paimon_core as pc
 from pipelines import Column, Ingestion, PaimonTableSpec, names, paimon_definitions
 from pipelines.compaction.jobs import compaction_run_config, compaction_tags
 from pipelines.errors import TableDefinitionError
-from tests.support.dagster_runs import one_line_failure
+from tests.support.dagster_runs import metadata_of, one_line_failure
 
 STATUS = "plant.device_status"
 COUNTS = "plant.status_counts"
@@ -145,8 +145,12 @@ def test_a_lookup_source_feeds_exact_counts(tmp_path: Path, instance: dg.Dagster
         run(defs, instance, COUNTS_JOB)
     run(defs, instance, names.compaction_job(STATUS), run_config=compaction_run_config(specs[0].target()),
         tags=compaction_tags(STATUS))
-    run(defs, instance, COUNTS_JOB)
+    last = run(defs, instance, COUNTS_JOB)
 
+    # The consumer's asset is unpartitioned: its materialization counts the table, not a partition.
+    written = metadata_of(last, counts_spec().key)
+    assert written["dagster/row_count"] == catalog.get_table(COUNTS).read().num_rows
+    assert "dagster/partition_row_count" not in written
     source = catalog.get_table(STATUS).read()
     assert source.num_rows == 4
     truth = Counter(source.column("status").to_pylist())

@@ -212,7 +212,9 @@ def test_a_second_upsert_of_a_lookup_changelog_table_reports_its_rows(tmp_path: 
     result = job.execute_in_process(instance=instance)
     assert result.success and not [e for e in result.all_events if e.event_type_value == "STEP_RESTARTED"]
     [materialization] = result.asset_materializations_for_node("plant__devices")
-    assert materialization.metadata["dagster/partition_row_count"].value == 2
+    # An unpartitioned asset: the table's count, not a partition's.
+    assert materialization.metadata["dagster/row_count"].value == 2
+    assert "dagster/partition_row_count" not in materialization.metadata
     table = pc.Catalog(str(tmp_path / "wh")).get_table(DEVICES)
     assert sorted(table.read(columns=["device", "status"]).to_pylist(), key=lambda r: r["device"]) == [
         {"device": "d1", "status": "low"}, {"device": "d2", "status": "ok"}]

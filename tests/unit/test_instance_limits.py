@@ -8,6 +8,7 @@ from pathlib import Path
 import dagster as dg
 import yaml
 
+from pipelines import names
 from pipelines.instance_limits import ensure_pools, instance_gaps
 from resources.keys import COMPACTION_TAG, TABLE_TAG
 
@@ -39,13 +40,13 @@ def test_a_limit_of_another_size_or_not_per_value_is_a_gap() -> None:
 def test_a_tables_pool_is_created_with_the_default_limit_once() -> None:
     overrides = {"concurrency": {"pools": {"default_limit": 1, "granularity": "run"}}}
     with dg.instance_for_test(overrides=overrides) as instance:
-        assert ensure_pools(instance, ["paimon-write/a.b", "paimon-write/c.d"]) == ["paimon-write/a.b",
-                                                                                   "paimon-write/c.d"]
-        assert instance.event_log_storage.get_concurrency_info("paimon-write/a.b").slot_count == 1
-        assert ensure_pools(instance, ["paimon-write/a.b"]) == []  # there already
+        assert ensure_pools(instance, [names.pool("a.b"), names.pool("c.d")]) == [names.pool("a.b"),
+                                                                                   names.pool("c.d")]
+        assert instance.event_log_storage.get_concurrency_info(names.pool("a.b")).slot_count == 1
+        assert ensure_pools(instance, [names.pool("a.b")]) == []  # there already
 
 
 def test_no_pool_is_created_on_an_instance_without_a_default_limit() -> None:
     with dg.instance_for_test() as instance:
-        assert ensure_pools(instance, ["paimon-write/a.b"]) == []
-        assert "paimon-write/a.b" not in instance.event_log_storage.get_concurrency_keys()
+        assert ensure_pools(instance, [names.pool("a.b")]) == []
+        assert names.pool("a.b") not in instance.event_log_storage.get_concurrency_keys()
