@@ -128,7 +128,8 @@ class TableTarget:
 class TargetConfig(dg.Config):
     """Which table a run works on, and the asset that shows what it did."""
 
-    table: str = Field(description="The table, as db.table (e.g. shop.orders).")
+    table: str = Field(default="", description="The table, as db.table (e.g. shop.orders). Empty: the job's "
+                       "own table.")
     asset_key: list[str] = Field(
         default=[],
         description="The asset the run's observations and check results go to. Empty: the asset of this "
@@ -158,13 +159,33 @@ def declared_target(context: dg.OpExecutionContext, table: str) -> TableTarget |
     return None
 
 
+def job_metadata(target: TableTarget) -> dict[str, Any]:
+    """What a table's own compaction and maintenance jobs carry: its target (see :func:`job_target`)."""
+    return {TARGET_METADATA_KEY: target.to_metadata()}
+
+
+def job_target(job: dg.JobDefinition) -> TableTarget | None:
+    """The target a table's own compaction or maintenance job carries in its metadata."""
+    return TableTarget.from_metadata((job.metadata or {}).get(TARGET_METADATA_KEY))
+
+
 def resolve_target(context: dg.OpExecutionContext, config: TargetConfig) -> TableTarget:
-    """The run's target: from its config, else from the asset that declares the table."""
+    """The run's target, after refusing a table that is not its job's own: from the run config
+    when it names the asset (as sensors and schedules do), else the job's own (a launch from the
+    launchpad sets only what a person chooses), else the code location's asset declaring it."""
+    own = job_target(context.job_def)
+    table = config.table or (own.table if own is not None else "")
+    if not table:
+        raise dg.Failure(description=f"{context.job_def.name}: name the table in the run config (table: db.table)",
+                         allow_retries=False)
+    own_table(context, table)
     if config.asset_key:
-        return TableTarget.from_config(config.model_dump())
-    declared = declared_target(context, config.table)
+        return TableTarget.from_config({**config.model_dump(), "table": table})
+    if own is not None and own.table == table:
+        return own
+    declared = declared_target(context, table)
     if declared is None:
-        raise dg.Failure(description=f"no asset of this code location declares Paimon table {config.table}; "
+        raise dg.Failure(description=f"no asset of this code location declares Paimon table {table}; "
                          "check the table name, or give asset_key in the run config", allow_retries=False)
     return declared
 

@@ -47,7 +47,7 @@ from pipelines.compaction.tasks import (
     run_task,
 )
 from pipelines.instance_limits import warn_about_gaps
-from pipelines.target import TableTarget, TargetConfig, existing_table, own_table, resolve_target
+from pipelines.target import TableTarget, TargetConfig, existing_table, job_metadata, resolve_target
 from resources import PaimonCatalogResource, keys
 from resources.keys import COMPACTION_TAG
 from resources.metadata import lsm_metadata
@@ -106,10 +106,9 @@ class FullCompactionConfig(CompactionTarget):
 def plan(context: dg.OpExecutionContext, paimon_catalog: PaimonCatalogResource, target: CompactionTarget, *,
          full: bool, level0_threshold: int, follow_seconds: int = 0,
          idle_seconds: int = 10) -> Iterator[dg.Output | dg.DynamicOutput]:
-    own_table(context, target.table)
-    warn_about_gaps(context)
     resolved = resolve_target(context, target)
-    table = existing_table(paimon_catalog, target.table)
+    warn_about_gaps(context)
+    table = existing_table(paimon_catalog, resolved.table)
     state = table.lsm_state(partitions=list(target.partitions) or None)
     # a hand launch naming only the table fans out as the table declares
     per_step = target.buckets_per_step or resolved.buckets_per_step
@@ -118,7 +117,7 @@ def plan(context: dg.OpExecutionContext, paimon_catalog: PaimonCatalogResource, 
                        buckets_per_step=per_step, commit=not once)
     kind = "full" if full else "minor"
     partitions = len({t.partition for t in tasks})
-    context.log.info(f"{target.table} snapshot {state.snapshot_id}: {len(state.buckets)} bucket(s), max "
+    context.log.info(f"{resolved.table} snapshot {state.snapshot_id}: {len(state.buckets)} bucket(s), max "
                      f"{state.max_level0_files} level-0 file(s), {state.debt_bytes:,} debt bytes; {kind} "
                      f"compaction of {sum(len(t.buckets) for t in tasks)} bucket(s) in {partitions} partition(s), "
                      f"{len(tasks)} step(s), " + ("one commit at the end" if once else "a commit per step"))
@@ -266,17 +265,20 @@ def full_compaction() -> None:
 
 def compaction_jobs(target: TableTarget, resources: Mapping[str, Any] = MappingProxyType({})
                     ) -> tuple[dg.JobDefinition, dg.JobDefinition]:
-    """The table's minor and full compaction jobs: its config as their default (the launchpad opens
-    with it) and its compaction tag on every run, whoever launches it. ``resources``: those the
+    """The table's minor and full compaction jobs: the table in their metadata, so the launchpad
+    opens with only what a person chooses (which partitions, a full rewrite), and its compaction
+    tag on every run, whoever launches it. ``resources``: those the
     jobs carry themselves (see :func:`pipelines.target.job_resources`)."""
     tags = {**JOB_TAGS, **compaction_tags(target.table)}
     minor = minor_compaction.to_job(
-        name=names.compaction_job(target.table), tags=tags, config=compaction_run_config(target),
+        name=names.compaction_job(target.table), tags=tags, metadata=job_metadata(target),
+        config={"ops": {"plan_compaction": {"config": {"partitions": [], "full": False}}}},
         resource_defs=dict(resources) or None,
         description=f"Minor compaction of {target.table}: what Paimon's picker asks for in every partition that "
         f"needs it. Launched by {names.compaction_sensor(target.table)}; one compaction of the table at a time.")
     full = full_compaction.to_job(
-        name=names.full_compaction_job(target.table), tags=tags, config=full_compaction_run_config(target),
+        name=names.full_compaction_job(target.table), tags=tags, metadata=job_metadata(target),
+        config={"ops": {"plan_full_compaction": {"config": {"partitions": []}}}},
         resource_defs=dict(resources) or None,
         description=f"Full compaction of {target.table}: every bucket rewritten into one sorted run at the max "
         "level (and, with changelog-producer full-compaction, the changelog of the keys that changed).")

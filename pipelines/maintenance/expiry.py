@@ -23,6 +23,7 @@ from pipelines import names
 from pipelines.cron import iso
 from pipelines.maintenance.runs import (
     MaintenanceConfig,
+    launchpad_config,
     maintenance_job,
     maintenance_schedule,
     maintenance_target,
@@ -151,8 +152,8 @@ def expire_job(target: TableTarget, *, retain_min: int | None = None, retain_max
     return maintenance_job(
         snapshot_expiry, name=names.expire_job(target.table), operation="expire-snapshots", target=target,
         resources=resources,
-        config=expire_run_config(target, dry_run=True, retain_min=retain_min, retain_max=retain_max,
-                                 max_deletes=max_deletes),
+        config=launchpad_config("expire_snapshots", retain_min=retain_min, retain_max=retain_max,
+                                max_deletes=max_deletes),
         description=f"Expire {target.table}'s snapshots beyond its retention, deleting the files only they reached. "
         f"Launched by {names.expire_schedule(target.table)}; never next to a compaction of the table.")
 

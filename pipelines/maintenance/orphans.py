@@ -24,6 +24,7 @@ from pipelines import names
 from pipelines.cron import iso
 from pipelines.maintenance.runs import (
     MaintenanceConfig,
+    launchpad_config,
     maintenance_job,
     maintenance_schedule,
     maintenance_target,
@@ -134,7 +135,7 @@ def orphans_job(target: TableTarget, resources: Mapping[str, Any] = MappingProxy
     return maintenance_job(
         orphan_cleanup, name=names.orphans_job(target.table), operation="remove-orphan-files", target=target,
         resources=resources,
-        config=orphans_run_config(target, dry_run=True),
+        config=launchpad_config("remove_orphan_files"),
         description=f"Delete {target.table}'s orphan files (referenced by no snapshot or tag) older than a day, or "
         f"the configured window. Launched by {names.orphans_schedule(target.table)}; never next to a compaction "
         "of the table.")

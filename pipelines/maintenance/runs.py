@@ -41,7 +41,7 @@ import paimon_core as pc
 from paimon_core.errors import DatabaseNotFoundError, TableNotFoundError
 from pipelines.cron import current_ms, parse_time
 from pipelines.instance_limits import warn_about_gaps
-from pipelines.target import TableTarget, TargetConfig, existing_table, own_table, resolve_target
+from pipelines.target import TableTarget, TargetConfig, existing_table, job_metadata, resolve_target
 from pipelines.verdicts import CheckOutcome
 from resources import PaimonCatalogResource, keys
 from resources.keys import COMPACTION_TAG
@@ -77,19 +77,26 @@ def maintenance_target(context: dg.OpExecutionContext, config: MaintenanceConfig
                        older_than: str | None) -> tuple[pc.Table, TableTarget, int | None]:
     """The table a maintenance run works on (after checking it is its job's own), its target,
     and ``older_than`` as epoch milliseconds (None: the table's own window)."""
-    own_table(context, config.table)
-    warn_about_gaps(context)
     target = resolve_target(context, config)
-    table = existing_table(catalog, config.table)
+    warn_about_gaps(context)
+    table = existing_table(catalog, target.table)
     return table, target, parse_time(older_than, now_ms=current_ms(), field="older_than")
+
+
+def launchpad_config(op: str, **overrides: Any) -> dict[str, Any]:
+    """What a maintenance job's launchpad opens with: a dry run (as the ``paimon`` CLI without
+    ``--execute``), and the spec's overrides that are set; the table is the job's own."""
+    config = {"dry_run": True, **{k: v for k, v in overrides.items() if v is not None}}
+    return {"ops": {op: {"config": config}}}
 
 
 def maintenance_job(graph: dg.GraphDefinition, *, name: str, operation: str, target: TableTarget,
                     config: dict[str, Any], description: str, resources: Mapping[str, Any]) -> dg.JobDefinition:
-    """One table's maintenance job: in process (one small step), its config as the default (the
-    launchpad opens with it) and the table's compaction tag on every run, whoever launches it."""
+    """One table's maintenance job: in process (one small step), the table in its metadata,
+    ``config`` (what a person may choose) as the launchpad's default, and the table's compaction
+    tag on every run, whoever launches it."""
     return graph.to_job(name=name, executor_def=dg.in_process_executor, config=config, description=description,
-                        resource_defs=dict(resources) or None,
+                        resource_defs=dict(resources) or None, metadata=job_metadata(target),
                         tags={keys.OPERATION_TAG: operation, **maintenance_tags(target.table)})
 
 

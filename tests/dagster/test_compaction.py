@@ -464,26 +464,21 @@ def test_append_table_small_files_are_compacted(project_defs: dg.Definitions, in
 # ---- which table a run works on -----------------------------------------------------------------
 
 
-def test_a_run_naming_only_the_table_needs_its_asset(orders: pc.Table, target: TableTarget,
-                                                     run_job: JobRunner) -> None:
-    """Without asset_key the run looks the table up among the code location's assets; an
-    in-process run has no code location, so it fails in one line saying what to give."""
+def test_a_launch_with_the_launchpads_config_knows_its_table(orders: pc.Table, run_job: JobRunner,
+                                                             project_defs: dg.Definitions) -> None:
+    """The launchpad opens with only what a person chooses: the job carries its table (asset,
+    partition mapping, fan-out) itself, so its observations land on the table's partitions."""
+    opened = project_defs.resolve_job_def(COMPACTION_JOB).run_config
+    assert opened == {"ops": {"plan_compaction": {"config": {"partitions": [], "full": False}}}}
     ingest(orders, DAY, run_id="r1")
 
-    bare = compact(run_job, {"ops": {"plan_compaction": {"config": {"table": ORDERS_TABLE}}}}, raise_on_error=False)
+    launched = compact(run_job, dict(opened), tags={})  # as the UI launches it: no tags of the sensor's
 
-    description = one_line_failure(bare)
-    assert f"no asset of this code location declares Paimon table {ORDERS_TABLE}" in description
-    assert "asset_key" in description
-    assert level0_per_bucket(orders, DAY) == [5] * 4
-
-    # The asset key alone is enough: observations then go to that asset, partitions unmapped.
-    keyed = compact(run_job, {"ops": {"plan_compaction": {"config": {
-        "table": ORDERS_TABLE, "asset_key": list(ORDERS_KEY.path)}}}})
-    assert keyed.success and level0_per_bucket(orders, DAY) == [0] * 4
-    [observed] = compactions(keyed)
-    assert (observed.asset_key, observed.partition) == (ORDERS_KEY, None)
-    assert {e.asset_key for e in keyed.get_asset_check_evaluations()} == {ORDERS_KEY}
+    assert launched.success and level0_per_bucket(orders, DAY) == [0] * 4
+    [observed] = compactions(launched)
+    assert (observed.asset_key, observed.partition) == (ORDERS_KEY, DAY)
+    assert launched.dagster_run.tags[COMPACTION_TAG] == ORDERS_TABLE  # the job's own tag: one at a time
+    assert {e.asset_key for e in launched.get_asset_check_evaluations()} == {ORDERS_KEY}
 
 
 @pytest.mark.parametrize(("job", "op"), [(COMPACTION_JOB, "plan_compaction"),
