@@ -146,7 +146,8 @@ def evaluate(context: dg.SensorEvaluationContext, catalog: PaimonCatalogResource
     if state.snapshot_id is None:
         return dg.SkipReason(f"{spec.table} has no snapshot yet")
     if context.cursor == str(state.snapshot_id):
-        return dg.SkipReason(f"{spec.table} snapshot {state.snapshot_id} was evaluated already")
+        return dg.SkipReason(f"{spec.table} snapshot {state.snapshot_id}, unchanged since the last tick: at most "
+                             f"{state.max_level0_files} level-0 file(s) per bucket, {state.debt_bytes:,} debt bytes")
     context.update_cursor(str(state.snapshot_id))
     threshold = level0_threshold(spec, table)
     request = decide(state, threshold=threshold, primary_key=bool(table.schema.primary_keys),
