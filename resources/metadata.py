@@ -35,7 +35,7 @@ def column_schema(schema: pc.TableSchema) -> dg.TableSchema:
     return dg.TableSchema(columns=columns, constraints=constraints)
 
 
-# What a write charts in the asset's Plots (besides dagster/* rows and the paimon/lsm/* shape):
+# What a write charts in the asset's Plots (besides dagster/* rows):
 # the rows written, per row kind for tables taking row kinds from a column.
 INGEST_PLOTTED = frozenset({keys.INGEST_ROWS_WRITTEN, keys.INGEST_INSERTS, keys.INGEST_UPDATE_BEFORES,
                             keys.INGEST_UPDATE_AFTERS, keys.INGEST_DELETES})
@@ -131,8 +131,10 @@ def write_metadata(table: pc.Table, *, snapshot_id: int | None, partition: Mappi
 
 
 def lsm_metadata(state: pc.LsmState) -> dict[str, Any]:
-    """The table's shape as plottable numbers (``paimon/lsm/*``), recorded with every write and
-    after every compaction so the asset's plots show level 0 growing and compaction folding it:
+    """The table's shape as plottable numbers (``paimon/lsm/*``), observed after every compaction
+    (a write's materialization leaves it out: the asset's overview shows the latest
+    materialization's metadata, which a compaction would leave stale; the level-0 check, recorded
+    after every write and compaction, carries the current shape):
     the worst bucket's level-0 files, the bytes the picker would rewrite now, and files and bytes
     per level over all buckets."""
     levels = max((len(b.level_files) for b in state.buckets), default=0)

@@ -41,7 +41,7 @@ from resources.keys import (
     TARGET_METADATA_KEY,
     WRITE_MODE_METADATA_KEY,
 )
-from resources.metadata import INGEST_PLOTTED, column_schema, lsm_metadata, plottable
+from resources.metadata import INGEST_PLOTTED, column_schema, plottable
 from resources.writes import landed_commits, snapshot_properties
 
 # A partition's data: (table, Dagster partition key or None, its Paimon partition values) -> data.
@@ -250,7 +250,6 @@ def receipt_metadata(context: dg.OpExecutionContext | dg.AssetExecutionContext, 
     metadata = write_metadata(table, snapshot_id=receipt.snapshot_id, partition=values,
                               rows_written=receipt.rows_written)
     metadata["dagster/column_schema"] = declared_columns(spec)  # as declared, whatever the table's history
-    metadata.update(lsm_metadata(table.lsm_state()))
     metadata[keys.INGEST_MODE] = receipt.mode
     metadata[keys.INGEST_COMMITS] = receipt.commits
     metadata[keys.INGEST_REUSED_COMMIT] = receipt.reused
