@@ -1,11 +1,11 @@
 """The table a compaction or maintenance run acts on, as its ops need it.
 
-The compaction and maintenance jobs are shared by every table, so nothing about a table is
-baked into them: the run config names the table, the asset its observations and check
-evaluations go to, how the table's Paimon partitions map onto that asset's partitions, and the
-schedules its maintenance checks are judged against. Sensors and schedules built from a
-``PaimonTableSpec`` fill all of it in; a run launched by hand with only ``table`` gets the rest
-from the code location's asset that declares the table (its definition metadata).
+Every table has its own compaction and maintenance jobs, which carry it in their metadata
+(``paimon/target``): the table, the asset its observations and check evaluations go to, how the
+table's Paimon partitions map onto that asset's partitions, its fan-out and the schedules its
+maintenance checks are judged against. A run launched from the launchpad sets only what a person
+chooses; sensors and schedules fill all of it in their run config; a run naming another table
+than its job's is refused (it would escape both tables' limits).
 """
 
 # No `from __future__ import annotations`: Dagster reads the config annotations as real types.
@@ -96,8 +96,8 @@ class TableTarget:
         return {"buckets_per_step": self.buckets_per_step, "commit_once": self.commit_once}
 
     def to_metadata(self) -> dg.MetadataValue:
-        """The asset's ``paimon/target``: what a run launched with only ``table`` needs (JSON the
-        UI shows as a tree: the partition mapping nested, not a string in a string)."""
+        """The jobs' ``paimon/target``: what a run launched with nothing else needs (JSON the UI
+        shows as a tree: the partition mapping nested, not a string in a string)."""
         data: dict[str, Any] = {**self.config(), **self.fan_out(), "level0_threshold": self.level0_threshold,
                                 "follow_seconds": self.follow_seconds}
         data["partition_mapping"] = json.loads(data["partition_mapping"]) if data["partition_mapping"] else None
@@ -118,7 +118,7 @@ class TableTarget:
 
     @classmethod
     def from_metadata(cls, raw: Any) -> "TableTarget | None":
-        """The target in an asset's ``paimon/target`` metadata (None when absent)."""
+        """The target in a job's ``paimon/target`` metadata (None when absent)."""
         value = getattr(raw, "value", getattr(raw, "data", raw))
         if not value:
             return None
@@ -132,31 +132,13 @@ class TargetConfig(dg.Config):
                        "own table.")
     asset_key: list[str] = Field(
         default=[],
-        description="The asset the run's observations and check results go to. Empty: the asset of this "
-        "code location that declares the table.",
+        description="The asset the run's observations and check results go to. Empty: the job's table's.",
     )
     partition_mapping: str = Field(
         default="", description="How the table's partitions map onto the asset's (JSON; filled by the sensors "
-        "and schedules). Empty: from the asset that declares the table.")
+        "and schedules). Empty: the job's table's.")
     expire_cron: str = Field(default="", description="The expiry schedule the retention check judges by.")
     orphans_cron: str = Field(default="", description="The cleanup schedule the orphan check judges by.")
-
-
-def declared_target(context: dg.OpExecutionContext, table: str) -> TableTarget | None:
-    """The target of the code location's asset whose definition metadata declares ``table``.
-
-    Only runs loaded from a code location know their repository; an in-process run does not.
-    """
-    try:
-        repository = context.repository_def
-    except Exception:  # noqa: BLE001 - dagster raises a bare CheckError when there is none
-        return None
-    for assets_def in repository.assets_defs_by_key.values():
-        for metadata in assets_def.metadata_by_key.values():
-            target = TableTarget.from_metadata(metadata.get(TARGET_METADATA_KEY))
-            if target is not None and target.table == table:
-                return target
-    return None
 
 
 def job_metadata(target: TableTarget) -> dict[str, Any]:
@@ -172,7 +154,7 @@ def job_target(job: dg.JobDefinition) -> TableTarget | None:
 def resolve_target(context: dg.OpExecutionContext, config: TargetConfig) -> TableTarget:
     """The run's target, after refusing a table that is not its job's own: from the run config
     when it names the asset (as sensors and schedules do), else the job's own (a launch from the
-    launchpad sets only what a person chooses), else the code location's asset declaring it."""
+    launchpad sets only what a person chooses)."""
     own = job_target(context.job_def)
     table = config.table or (own.table if own is not None else "")
     if not table:
@@ -181,20 +163,18 @@ def resolve_target(context: dg.OpExecutionContext, config: TargetConfig) -> Tabl
     own_table(context, table)
     if config.asset_key:
         return TableTarget.from_config({**config.model_dump(), "table": table})
-    if own is not None and own.table == table:
-        return own
-    declared = declared_target(context, table)
-    if declared is None:
-        raise dg.Failure(description=f"no asset of this code location declares Paimon table {table}; "
-                         "check the table name, or give asset_key in the run config", allow_retries=False)
-    return declared
+    if own is None or own.table != table:
+        raise dg.Failure(description=f"{context.job_def.name} is not {table}'s own job; give asset_key in the run "
+                         "config, or launch the table's own job", allow_retries=False)
+    return own
 
 
 def declared_targets(definitions: dg.Definitions) -> dict[str, TableTarget]:
-    """``{db.table: target}`` of every asset in ``definitions`` that declares a Paimon table."""
+    """``{db.table: target}`` of every table whose own compaction and maintenance jobs are in
+    ``definitions``."""
     found: dict[str, TableTarget] = {}
-    for spec in definitions.resolve_all_asset_specs():
-        target = TableTarget.from_metadata(spec.metadata.get(TARGET_METADATA_KEY))
+    for job in definitions.resolve_all_job_defs():
+        target = job_target(job)
         if target is not None:
             found[target.table] = target
     return found

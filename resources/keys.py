@@ -63,7 +63,8 @@ RUN_KEY_TAG = "dagster/run_key"
 
 # The Paimon table of an asset (``db.table``), read by the IO manager and the maintenance runs.
 TABLE_METADATA_KEY = "paimon/table"
-# What a compaction or maintenance run launched with only ``table`` needs (JSON).
+# What a table's own compaction and maintenance jobs carry: the table, its asset, partition
+# mapping and fan-out (JSON), so a run launched with nothing else works on it.
 TARGET_METADATA_KEY = "paimon/target"
 # How the IO manager writes an output: overwrite, append or upsert.
 WRITE_MODE_METADATA_KEY = "paimon/write_mode"

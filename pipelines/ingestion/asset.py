@@ -38,7 +38,6 @@ from resources.keys import (
     PARTITION_MAPPING_METADATA_KEY,
     TABLE_METADATA_KEY,
     TABLE_TAG,
-    TARGET_METADATA_KEY,
     WRITE_MODE_METADATA_KEY,
 )
 from resources.metadata import INGEST_PLOTTED, column_schema, plottable
@@ -55,12 +54,11 @@ def declared_columns(spec: PaimonTableSpec) -> dg.TableSchema:
 
 
 def asset_metadata(spec: PaimonTableSpec, *, table_uri: str | None) -> dict[str, Any]:
-    """Definition metadata: what the UI shows before any run, and what the IO manager and the
-    compaction and maintenance runs read back (table, mode, partition mapping, target)."""
+    """Definition metadata: what the UI shows before any run, and what the IO manager reads back
+    (table, mode, partition mapping)."""
     mapping = spec.partition_mapping()
     metadata: dict[str, Any] = {
         TABLE_METADATA_KEY: spec.table,
-        TARGET_METADATA_KEY: spec.target().to_metadata(),
         "dagster/table_name": spec.table,
         "dagster/column_schema": declared_columns(spec),
         keys.OPTIONS_METADATA_KEY: dg.MetadataValue.json(spec.table_options()),
