@@ -12,6 +12,8 @@ from typing import Any
 
 import dagster as dg
 
+from resources.metadata import plottable
+
 
 @dataclass(frozen=True, slots=True)
 class CheckOutcome:
@@ -22,12 +24,19 @@ class CheckOutcome:
     severity: dg.AssetCheckSeverity
     description: str
     metadata: dict[str, Any]
+    # The numbers the check's page charts over its evaluations; the others (settings, ids) are
+    # shown as text, so no plot draws a constant.
+    charted: frozenset[str] = frozenset()
+
+    def shown(self) -> dict[str, Any]:
+        """The metadata as the UI shows it: charted numbers as numbers, other numbers as text."""
+        return plottable(self.metadata, self.charted)
 
     def result(self, asset_key: dg.AssetKey) -> dg.AssetCheckResult:
         return dg.AssetCheckResult(asset_key=asset_key, check_name=self.name, passed=self.passed,
-                                   severity=self.severity, description=self.description, metadata=self.metadata)
+                                   severity=self.severity, description=self.description, metadata=self.shown())
 
     def evaluation(self, asset_key: dg.AssetKey) -> dg.AssetCheckEvaluation:
         return dg.AssetCheckEvaluation(asset_key=asset_key, check_name=self.name, passed=self.passed,
                                        severity=self.severity, description=self.description,
-                                       metadata=self.metadata)
+                                       metadata=self.shown())

@@ -109,7 +109,8 @@ def level0_outcome(state: pc.LsmState) -> CheckOutcome:
     return CheckOutcome(LEVEL0_CHECK, not over, severity, description, {
         "max_level0_files": worst, "stop_trigger": stop, "buckets_at_stop_trigger": len(over),
         "debt_bytes": state.debt_bytes, "snapshot_id": state.snapshot_id if state.snapshot_id is not None else -1,
-        "levels": levels_table(state)})
+        "levels": levels_table(state)},
+        charted=frozenset({"max_level0_files", "buckets_at_stop_trigger", "debt_bytes"}))
 
 
 def small_files_outside_level0(bucket: pc.BucketState, *, primary_key: bool) -> int:
@@ -147,7 +148,8 @@ def small_files_outcome(state: pc.LsmState, *, min_file_num: int, primary_key: b
         "small_file_ratio": round(state.small_file_ratio, 4),
         "small_files": sum(b.small_files for b in state.buckets),
         "files": sum(b.files for b in state.buckets),
-        "max_small_files_per_bucket": worst, "limit": limit, "buckets_over": crowded})
+        "max_small_files_per_bucket": worst, "limit": limit, "buckets_over": crowded},
+        charted=frozenset({"small_file_ratio", "small_files", "files", "max_small_files_per_bucket"}))
 
 
 def check_outcomes(table: pc.Table, state: pc.LsmState | None = None) -> list[CheckOutcome]:

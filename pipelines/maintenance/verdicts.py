@@ -154,7 +154,7 @@ def retention_verdict(facts: RetentionFacts) -> CheckOutcome:
         "last_scheduled_run": iso(facts.last_tick_ms),
         "schedule": facts.schedule,
         "consumers": facts.consumers,
-    })
+    }, charted=frozenset({"snapshots_retained", "overdue_snapshots", "expirable_now", "expirable_now_bytes"}))
 
 
 def retention_outcome(table: pc.Table, target: TableTarget, *, at_ms: int | None = None) -> CheckOutcome:
@@ -211,7 +211,7 @@ def orphans_verdict(facts: OrphanFacts) -> CheckOutcome:
         "last_scheduled_run": iso(facts.last_tick_ms),
         "schedule": facts.schedule,
         "orphans": relative_paths_md(facts.orphans),
-    })
+    }, charted=frozenset({"orphan_files", "orphan_bytes"}))
 
 
 def orphans_outcome(table: pc.Table, target: TableTarget, *, at_ms: int | None = None) -> CheckOutcome:

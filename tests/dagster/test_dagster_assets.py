@@ -19,6 +19,7 @@ from tests.support.dagster_runs import evaluation_of, metadata_of
 from tests.support.fixture_project import data
 from tests.support.fixture_project.sources import EventSource
 from tests.support.fixture_project.tables import EVENTS_KEY, EVENTS_OPTIONS, EVENTS_SCHEMA, EVENTS_TABLE, path
+from tests.support.metadata_values import value_of
 
 DAY = "2024-01-03"
 OTHER_DAY = "2024-01-04"
@@ -107,7 +108,7 @@ def test_materialization_metadata(materialize_day: Any, resources: dict[str, Any
     # carries it, as of after the write: one level-0 file per day (write-only).
     assert not any(key.startswith(keys.LSM_PREFIX) for key in metadata)
     shape = evaluation_of(result, names.LEVEL0_CHECK).metadata
-    assert (shape["max_level0_files"].value, shape["snapshot_id"].value) == (1, latest(table).id)
+    assert (value_of(shape["max_level0_files"]), value_of(shape["snapshot_id"])) == (1, latest(table).id)
 
 
 def test_commit_records_run_asset_and_partition(materialize_day: Any, resources: dict[str, Any]) -> None:
