@@ -80,33 +80,42 @@ def asset_metadata(spec: PaimonTableSpec, *, table_uri: str | None) -> dict[str,
 
 
 def automation_md(spec: PaimonTableSpec) -> dg.MetadataValue:
-    """Every sensor and schedule acting on the table, by name: Dagster's asset page lists only
-    those whose jobs contain the asset (ingestion), not those launching the shared compaction
-    and maintenance jobs."""
-    rows = []
+    """Every sensor and schedule acting on the table, by name, with the job it launches linked
+    (the job's page lists its sensor or schedule): Dagster's asset page lists only the automation
+    of jobs containing the asset (ingestion), not that of the table's compaction and maintenance
+    jobs. A list, not a table, so it wraps in the metadata column."""
+    lines = []
     ingestion = spec.ingestion
+    ingest = job_link(names.ingestion_job(spec.table))
     if ingestion is not None and ingestion.schedule:
-        rows.append((names.ingestion_schedule(spec.table), "schedule", "each finished partition (stopped by default)"))
+        lines.append(f"- **{names.ingestion_schedule(spec.table)}** (schedule): each partition once it ended "
+                     f"(stopped by default) → {ingest}")
     if ingestion is not None and ingestion.landing is not None and ingestion.landing_sensor:
-        rows.append((names.landing_sensor(spec.table), "sensor", f"files landing under `{ingestion.landing.path}`"))
+        lines.append(f"- **{names.landing_sensor(spec.table)}** (sensor): files landing under "
+                     f"`{ingestion.landing.path}` → {ingest}")
     if ingestion is not None and ingestion.changes_of is not None:
-        rows.append((names.changes_sensor(spec.table), "sensor", f"unread changes of {ingestion.changes_of}"))
+        lines.append(f"- **{names.changes_sensor(spec.table)}** (sensor): unread changes of {ingestion.changes_of} "
+                     f"→ {ingest}")
     if spec.compaction.sensor:
         threshold = spec.compaction.level0_threshold
         full = names.full_compaction_job(spec.table)
         job = full if spec.full_compactions else names.compaction_job(spec.table)
         every = spec.full_compaction_every
-        rows.append((names.compaction_sensor(spec.table), "sensor",
-                     f"level 0 reaching {threshold if threshold else 'the compaction trigger'} -> {job}"
-                     + (f"; every {every} commits -> {full}" if every else "")))
+        lines.append(f"- **{names.compaction_sensor(spec.table)}** (sensor): level 0 reaching "
+                     f"{threshold if threshold else 'the compaction trigger'} → {job_link(job)}"
+                     + (f"; every {every} commits → {job_link(full)}" if every else ""))
     if spec.maintenance.expire_cron:
-        rows.append((names.expire_schedule(spec.table), "schedule",
-                     f"`{spec.maintenance.expire_cron}` -> {names.expire_job(spec.table)}"))
+        lines.append(f"- **{names.expire_schedule(spec.table)}** (schedule `{spec.maintenance.expire_cron}`) → "
+                     f"{job_link(names.expire_job(spec.table))}")
     if spec.maintenance.orphans_cron:
-        rows.append((names.orphans_schedule(spec.table), "schedule",
-                     f"`{spec.maintenance.orphans_cron}` -> {names.orphans_job(spec.table)}"))
-    lines = ["| automation | kind | acts on |", "|---|---|---|", *(f"| {n} | {k} | {w} |" for n, k, w in rows)]
-    return dg.MetadataValue.md("\n".join(lines) if rows else "(none)")
+        lines.append(f"- **{names.orphans_schedule(spec.table)}** (schedule `{spec.maintenance.orphans_cron}`) → "
+                     f"{job_link(names.orphans_job(spec.table))}")
+    return dg.MetadataValue.md("\n".join(lines) if lines else "(none)")
+
+
+def job_link(job: str) -> str:
+    """A link to the job's page that needs no code location name (the UI finds the job)."""
+    return f"[{job}](/guess/{job})"
 
 
 def asset_kinds(spec: PaimonTableSpec) -> set[str]:

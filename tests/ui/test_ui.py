@@ -202,6 +202,16 @@ def test_orders_asset_page_shows_columns_checks_and_automation(page: Page, dagst
         expect(page.get_by_text(check, exact=True).first).to_be_visible()
     screenshot("checks")
 
+    # The job a sensor launches is a link from the asset page to its page, which names the sensor.
+    visit(page, dagster, "/assets/shop/orders")
+    full_job = names.full_compaction_job(ORDERS)
+    link = metadata_row(page, keys.AUTOMATION_METADATA_KEY).get_by_role("link", name=full_job).first
+    expect(link).to_have_attribute("href", f"/guess/{full_job}")
+    link.click()
+    expect(page).to_have_url(re.compile(rf"/jobs/{full_job}"))
+    expect(page.get_by_text(SENSOR).first).to_be_visible()
+    screenshot("automation-job")
+
 
 # ---- 2: a backfill launched from the asset page ---------------------------------------------------
 
