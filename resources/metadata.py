@@ -83,11 +83,10 @@ def write_metadata(table: pc.Table, *, snapshot_id: int | None, partition: Mappi
     A commit found again whose snapshot has expired since is counted at the latest snapshot.
     Counting from the snapshot's manifests (pruned to the partition) rather than trusting the
     writer proves what readers will see, and costs no data-file reads. Primary-key tables are
-    the exception: their files keep superseded versions and retractions, so the manifests give
-    ``stored_records`` and ``partition_records``, and the partition's live rows
-    (``dagster/partition_row_count``) come from them only where they are exact (see
+    the exception: their files keep superseded versions and retractions, so the partition's live
+    rows (``dagster/partition_row_count``) come from the manifests only where they are exact (see
     ``manifest_count_is_exact``), else from a merged read of its keys (``row_count_source``
-    says which); the whole table's
+    says which): one count per partition, besides the rows the write wrote. The whole table's
     live count would need a merged read of everything, so ``dagster/row_count`` is left out. A
     write of the whole table (``partition`` empty) counts it so, and says it as ``dagster/row_count``.
     """
@@ -117,8 +116,6 @@ def write_metadata(table: pc.Table, *, snapshot_id: int | None, partition: Mappi
     }
     if table.schema.primary_keys:
         del metadata["dagster/row_count"]
-        metadata[keys.INGEST_STORED_RECORDS] = stored
-        metadata[keys.INGEST_PARTITION_RECORDS] = in_partition
         exact = manifest_count_is_exact(splits)
         metadata[keys.INGEST_ROW_COUNT_SOURCE] = "manifests" if exact else "merged read"
         metadata["dagster/partition_row_count"] = (
