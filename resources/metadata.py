@@ -48,10 +48,28 @@ def plottable(metadata: dict[str, Any], plotted: frozenset[str]) -> dict[str, An
     only for the few series worth following over time (rows, level-0 files, debt, files and
     bytes per level, snapshots retained) keeps that tab readable.
     """
-    return {key: (dg.MetadataValue.text(f"{value:,}" if isinstance(value, int) else str(value))
+    return {key: (dg.MetadataValue.text(number_text(key, value))
                   if isinstance(value, int | float) and not isinstance(value, bool) and key not in plotted
                   and not key.startswith(("dagster/", keys.LSM_PREFIX)) else value)
             for key, value in metadata.items()}
+
+
+SIZE_UNITS = ("KiB", "MiB", "GiB", "TiB", "PiB")
+
+
+def number_text(key: str, value: float) -> str:
+    """A number as text: sizes (keys naming bytes) as ``812.7 KiB (832,166 bytes)``, readable
+    and exact; other integers with thousands separators."""
+    if not isinstance(value, int):
+        return str(value)
+    if "bytes" not in key.rsplit("/", 1)[-1].split("_"):
+        return f"{value:,}"
+    scaled, unit = float(value), ""
+    for candidate in SIZE_UNITS:
+        if abs(scaled) < 1024:
+            break
+        scaled, unit = scaled / 1024, candidate
+    return f"{scaled:.1f} {unit} ({value:,} bytes)" if unit else f"{value:,} bytes"
 
 
 def partition_filter(partition: Mapping[str, str]) -> list[tuple[str, str, str]]:

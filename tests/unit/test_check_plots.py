@@ -1,4 +1,5 @@
-"""What a check's page charts: the numbers that move, not the settings and ids it reports."""
+"""What a check's page charts: the numbers that move, not the settings and ids it reports; and
+sizes shown as sizes where a number is shown as text."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import dagster as dg
 
 import paimon_core as pc
 from pipelines.compaction.lsm import level0_outcome
+from resources import keys
+from resources.metadata import number_text
 
 
 def state(level0: list[int], stop: int = 8) -> pc.LsmState:
@@ -25,3 +28,10 @@ def test_series_stay_numbers_and_settings_become_text() -> None:
     assert isinstance(shown["stop_trigger"], dg.TextMetadataValue) and shown["stop_trigger"].value == "8"
     assert isinstance(shown["snapshot_id"], dg.TextMetadataValue) and shown["snapshot_id"].value == "7"
     assert outcome.metadata["stop_trigger"] == 8  # the verdict itself keeps the number
+
+
+def test_sizes_read_as_sizes_and_stay_exact() -> None:
+    assert number_text(keys.MAINTENANCE_BYTES, 832_166) == "812.7 KiB (832,166 bytes)"
+    assert number_text("orphan_bytes", 320) == "320 bytes"
+    assert number_text(keys.COMPACTION_BYTES_IN, 5 * 1024**3) == "5.0 GiB (5,368,709,120 bytes)"
+    assert number_text("files", 12_345) == "12,345"
