@@ -118,3 +118,14 @@ def chromium_path() -> Path | None:
         return CHROMIUM
     found = shutil.which("chromium")
     return Path(found) if found else None
+
+
+def skip_without_browser() -> None:
+    """Skip the calling test module (at import) when playwright or chromium is missing."""
+    try:
+        import playwright.sync_api  # noqa: F401 - only whether it imports
+    except ImportError:  # pragma: no cover - depends on the environment
+        pytest.skip("UI tests need playwright (pip install 'playwright==1.65.2'); SKIPPED", allow_module_level=True)
+    if chromium_path() is None:  # pragma: no cover - depends on the environment
+        pytest.skip("UI tests need chromium (/usr/bin/chromium: `apt-get install chromium`); SKIPPED",
+                    allow_module_level=True)

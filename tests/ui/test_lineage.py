@@ -10,17 +10,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.ui.conftest import Screenshot, chromium_path
-
-try:
-    from playwright.sync_api import Page, expect
-except ImportError:  # pragma: no cover - depends on the environment
-    pytest.skip("UI tests need playwright (pip install 'playwright==1.65.2'); SKIPPED", allow_module_level=True)
-if chromium_path() is None:  # pragma: no cover - depends on the environment
-    pytest.skip("UI tests need chromium (/usr/bin/chromium: `apt-get install chromium`); SKIPPED",
-                allow_module_level=True)
-
 from tests.support.live_dagster import FINISHED, LiveDagster
+from tests.ui.conftest import Screenshot, skip_without_browser
+
+skip_without_browser()
+
+from playwright.sync_api import Page, expect  # noqa: E402 - after the skip: playwright may be missing
 
 pytestmark = pytest.mark.slow
 

@@ -28,16 +28,6 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.ui.conftest import Screenshot, chromium_path
-
-try:
-    from playwright.sync_api import Locator, Page, expect
-except ImportError:  # pragma: no cover - depends on the environment
-    pytest.skip("UI tests need playwright (pip install 'playwright==1.65.2'); SKIPPED", allow_module_level=True)
-if chromium_path() is None:  # pragma: no cover - depends on the environment
-    pytest.skip("UI tests need chromium (/usr/bin/chromium: `apt-get install chromium`); SKIPPED",
-                allow_module_level=True)
-
 from pipelines import names
 from pipelines.compaction.lsm import LEVEL0_CHECK, SMALL_FILES_CHECK
 from pipelines.definitions import REPO_ROOT
@@ -45,6 +35,11 @@ from pipelines.maintenance.verdicts import ORPHANS_CHECK, RETENTION_CHECK
 from resources import keys
 from resources.keys import TABLE_TAG
 from tests.support.live_dagster import FINISHED, LOCATION, LiveDagster
+from tests.ui.conftest import Screenshot, skip_without_browser
+
+skip_without_browser()
+
+from playwright.sync_api import Locator, Page, expect  # noqa: E402 - after the skip: playwright may be missing
 
 pytestmark = pytest.mark.slow
 
