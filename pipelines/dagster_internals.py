@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import dagster as dg
 
@@ -24,8 +27,14 @@ from dagster._config import resolve_to_config_type, validate_config
 # step handler submitting steps as Dask tasks; its config fields and requirements as Dagster's own.
 from dagster._core.definitions.executor_definition import multiple_process_executor_requirements
 
+# A job run in this process as the code location's run worker runs it: the run created with the
+# origin a workspace file gives the location (what the webserver loads), so its job, sensor and
+# schedule pages list it and "Re-execute" finds its code location.
+from dagster._core.definitions.reconstruct import ReconstructableJob, ReconstructableRepository
+
 # What `dg.define_asset_job` returns, for type hints of the ingestion job builders.
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
+from dagster._core.execution.api import execute_run
 from dagster._core.execution.retries import RetryMode, get_retries_config
 from dagster._core.execution.tags import get_tag_concurrency_limits_config
 from dagster._core.executor.step_delegating import (
@@ -34,6 +43,8 @@ from dagster._core.executor.step_delegating import (
     StepHandler,
     StepHandlerContext,
 )
+from dagster._core.remote_origin import RemoteJobOrigin, RemoteRepositoryOrigin
+from dagster._core.workspace.load import location_origins_from_yaml_paths
 from dagster._grpc.types import ExecuteStepArgs
 
 # Dagster's version the symbols below were checked against (the pin in pyproject.toml).
@@ -76,6 +87,20 @@ INTERNALS: tuple[Internal, ...] = (
     Internal("dagster.components.definitions", "LazyDefinitions",
              "what a @dg.definitions function becomes; its __call__ frame holds the load's `context` "
              "(see calling_definitions)", "a @dg.definitions function asking for context: dg.ComponentLoadContext"),
+    Internal("dagster._core.workspace.load", "location_origins_from_yaml_paths",
+             "the origin of a code location as the webserver loads it from workspace.yaml",
+             "none; runs created without it are not listed on their job's page", ("yaml_paths",)),
+    Internal("dagster._core.definitions.reconstruct", "ReconstructableRepository",
+             "the code location's repository as a run worker loads it", "dg.reconstructable (jobs only)"),
+    Internal("dagster._core.definitions.reconstruct", "ReconstructableJob",
+             "a job of that repository, for execute_run", "dg.reconstructable (jobs only)"),
+    Internal("dagster._core.remote_origin", "RemoteRepositoryOrigin",
+             "the repository part of a run's origin (its label tags the run)", "none"),
+    Internal("dagster._core.remote_origin", "RemoteJobOrigin", "a run's origin: which job of which location",
+             "none"),
+    Internal("dagster._core.execution.api", "execute_run",
+             "execute a created run in this process, as a run worker does",
+             "dg.execute_job (a run without origin)", ("job", "dagster_run", "instance", "raise_on_error")),
     Internal("dagster._cli.api", "_execute_step_command_body",
              "execute a step in the Dask worker's process (the body of `dagster api execute_step`)",
              "the `dagster api execute_step` command in a subprocess (used when this is gone)",
@@ -89,6 +114,41 @@ def execute_step_body() -> object | None:
         return importlib.import_module("dagster._cli.api")._execute_step_command_body
     except (ImportError, AttributeError):
         return None
+
+
+def run_of_code_location(instance: dg.DagsterInstance, workspace_file: Path, location_name: str, job_name: str,
+                         *, run_config: Mapping[str, Any] | None = None,
+                         tags: Mapping[str, str] | None = None) -> dg.ExecutionResult:
+    """Run ``job_name`` of the code location ``location_name`` of ``workspace_file`` in this process,
+    as the location's run worker would run a run the webserver launched.
+
+    The run is created as the webserver creates one: with the location's origin (its runs are
+    labelled ``<repository>@<location>``, which the job, sensor and schedule pages filter on),
+    the code's origin (so Re-execute loads it) and the job's tags under the given ones. It then
+    goes from NOT_STARTED straight to execution here, without the instance's run queue.
+    """
+    origins = {o.location_name: o for o in location_origins_from_yaml_paths([str(workspace_file)])}
+    if location_name not in origins:
+        raise ValueError(f"{workspace_file} declares no code location {location_name!r} (it has "
+                         f"{sorted(origins)})")
+    origin = origins[location_name]
+    target = getattr(origin, "loadable_target_origin", None)
+    if target is None or not (target.module_name or target.python_file) or not target.attribute:
+        raise ValueError(f"code location {location_name!r} of {workspace_file} is not a python_module or "
+                         "python_file entry with an attribute: its runs can only be launched by the webserver")
+    if target.module_name:
+        repository = ReconstructableRepository.for_module(target.module_name, target.attribute,
+                                                          target.working_directory)
+    else:
+        repository = ReconstructableRepository.for_file(target.python_file, target.attribute,
+                                                        target.working_directory)
+    recon_job: ReconstructableJob = repository.get_reconstructable_job(job_name)
+    job_def = recon_job.get_definition()
+    remote_origin = RemoteJobOrigin(RemoteRepositoryOrigin(origin, repository.get_definition().name), job_name)
+    run = instance.create_run_for_job(job_def=job_def, run_config=run_config,
+                                      tags={**job_def.run_tags, **(tags or {})},
+                                      remote_job_origin=remote_origin, job_code_origin=recon_job.get_python_origin())
+    return execute_run(recon_job, run, instance)
 
 
 def calling_definitions() -> tuple[dg.ComponentLoadContext, str] | None:
@@ -112,9 +172,21 @@ def calling_definitions() -> tuple[dg.ComponentLoadContext, str] | None:
 
 
 __all__ = [
-    "INTERNALS", "CheckStepHealthResult", "ExecuteStepArgs", "Internal", "RetryMode", "StepDelegatingExecutor",
-    "StepHandler", "StepHandlerContext", "UnresolvedAssetJobDefinition", "calling_definitions",
+    "INTERNALS",
+    "CheckStepHealthResult",
+    "ExecuteStepArgs",
+    "Internal",
+    "RetryMode",
+    "StepDelegatingExecutor",
+    "StepHandler",
+    "StepHandlerContext",
+    "UnresolvedAssetJobDefinition",
+    "calling_definitions",
     "execute_step_body",
-    "get_retries_config", "get_tag_concurrency_limits_config", "multiple_process_executor_requirements",
-    "resolve_to_config_type", "validate_config",
+    "get_retries_config",
+    "get_tag_concurrency_limits_config",
+    "multiple_process_executor_requirements",
+    "resolve_to_config_type",
+    "run_of_code_location",
+    "validate_config",
 ]

@@ -20,7 +20,7 @@ import os
 import shutil
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ import pyarrow.compute as pac
 import paimon_core as pc
 from pipelines import names
 from pipelines.compaction.lsm import check_outcomes, format_state
+from pipelines.dagster_internals import run_of_code_location
 from pipelines.definitions import REPO_ROOT, defs
 from pipelines.demo.log_events import PARTITION_COLUMN, TABLE
 from pipelines.demo.order_source import OrderEventSource
@@ -60,9 +61,13 @@ TOTALS_JOB = names.ingestion_job("shop.user_order_totals")
 COMPACT_ORDERS_SENSOR = names.compaction_sensor("shop.orders")
 REVENUE_SENSOR = names.changes_sensor("shop.order_revenue_by_status")
 CONSUMER_ID = "order_revenue_by_status"
-# Tags Dagster's own launches put on runs: the demo's in-process runs carry them too, so they
-# show on the sensor's and the schedule's pages in the UI.
+# Tags Dagster's own launches put on runs: the demo's runs carry them too, so they show on the
+# sensor's and the schedule's pages in the UI.
 SENSOR_TAG = "dagster/sensor_name"
+PARTITION_TAG = "dagster/partition"
+# The code location the README's `dagster dev -w workspace.yaml` serves: the demo's runs are its runs.
+WORKSPACE_FILE = REPO_ROOT / "workspace.yaml"
+LOCATION_NAME = "paimon"
 TOP_USERS_SHOWN = 5
 CHANGELOG_ROWS_SHOWN = 12
 # Late changes to the first order day, committed as shop.orders' full-compaction.delta-commits
@@ -90,19 +95,29 @@ def ensure_dagster_home() -> Path:
 
 
 def run_job(instance: dg.DagsterInstance, job_name: str, *, partition_key: str | None = None,
-            run_config: dict[str, Any] | None = None, tags: dict[str, str] | None = None) -> dg.ExecuteInProcessResult:
-    """One run of a job of the code location, in process, into the instance the UI reads."""
-    return defs.resolve_job_def(job_name).execute_in_process(
-        partition_key=partition_key, instance=instance, tags=tags,
-        run_config={**(run_config or {}), **QUIET_RUN_CONFIG})
+            run_config: Mapping[str, Any] | None = None, tags: Mapping[str, str] | None = None) -> dg.ExecutionResult:
+    """One run of a job of the code location ``paimon`` of ``workspace.yaml``, in this process, into
+    the instance the UI reads: created as the webserver creates runs (with the location's origin),
+    so the job's, sensor's and schedule's pages list it and Re-execute launches it again."""
+    partition = {PARTITION_TAG: partition_key} if partition_key is not None else {}
+    return run_of_code_location(instance, WORKSPACE_FILE, LOCATION_NAME, job_name,
+                                run_config={**(run_config or {}), **QUIET_RUN_CONFIG},
+                                tags={**(tags or {}), **partition})
 
 
-def materialize_day(instance: dg.DagsterInstance, day: str) -> dg.ExecuteInProcessResult:
+def output_of(result: dg.ExecutionResult, node: str) -> Any:
+    """An op's output in a run: loaded by the job's IO manager, with the run's resources opened again."""
+    assert isinstance(result, dg.JobExecutionResult)
+    with result:
+        return result.output_for_node(node)
+
+
+def materialize_day(instance: dg.DagsterInstance, day: str) -> dg.ExecutionResult:
     """One partition of logs/events through its ingestion job (with its checks)."""
     return run_job(instance, LOGS_JOB, partition_key=day)
 
 
-def plain_metadata(result: dg.ExecuteInProcessResult, key: dg.AssetKey) -> dict[str, Any]:
+def plain_metadata(result: dg.ExecutionResult, key: dg.AssetKey) -> dict[str, Any]:
     """The values of one asset's materialization metadata in a run, by their last name part
     (``paimon/ingest/files`` as ``files``; the table-wide ``paimon/lsm/*`` shape is left out)."""
     [event] = [e for e in result.get_asset_materialization_events() if e.asset_key == key]
@@ -111,13 +126,13 @@ def plain_metadata(result: dg.ExecuteInProcessResult, key: dg.AssetKey) -> dict[
             if not name.startswith(keys.LSM_PREFIX)}
 
 
-def data_check_verdict(result: dg.ExecuteInProcessResult) -> str:
+def data_check_verdict(result: dg.ExecutionResult) -> str:
     """The partition's data-quality check (the LSM checks are shown with the compaction)."""
     checks = [c for c in result.get_asset_check_evaluations() if c.check_name == names.DATA_CHECK]
     return "check passed" if checks and all(c.passed for c in checks) else "CHECK FAILED"
 
 
-def describe_run(result: dg.ExecuteInProcessResult) -> str:
+def describe_run(result: dg.ExecutionResult) -> str:
     """``snapshot 3 (OVERWRITE), 20,000 rows, 1 file(s), check passed``."""
     key = result.get_asset_materialization_events()[0].asset_key
     assert key is not None
@@ -157,13 +172,13 @@ def print_errors(table: pc.Table, day: str) -> None:
         print(f"  {row['service']:<15} {row['latency_ms_count']:>7,}  {row['latency_ms_mean']:>15.1f}")
 
 
-def materialize_shop_day(instance: dg.DagsterInstance, day: str) -> tuple[dg.ExecuteInProcessResult, ...]:
+def materialize_shop_day(instance: dg.DagsterInstance, day: str) -> tuple[dg.ExecutionResult, ...]:
     """One day of shop/orders, then of shop/user_order_totals, each through its ingestion job."""
     orders = run_job(instance, ORDERS_JOB, partition_key=day)
     return orders, run_job(instance, TOTALS_JOB, partition_key=day)
 
 
-def describe_orders_run(results: tuple[dg.ExecuteInProcessResult, ...]) -> str:
+def describe_orders_run(results: tuple[dg.ExecutionResult, ...]) -> str:
     """``orders snapshot 6 (APPEND): 7,191 changes in 5 commits (+I 2,000 ...) -> 1,845 live, check passed; ...``."""
     orders = plain_metadata(results[0], ORDERS_KEY)
     totals = plain_metadata(results[1], USER_ORDER_TOTALS_KEY)
@@ -266,11 +281,11 @@ def print_checks(table: pc.Table, state: pc.LsmState) -> None:
         print(f"  check {outcome.name}: {verdict}: {outcome.description}")
 
 
-def run_requested(instance: dg.DagsterInstance, request: dg.RunRequest, sensor: str) -> dg.ExecuteInProcessResult:
-    """Run what a sensor requested, in process, as the daemon would launch it."""
-    job = defs.resolve_job_def(request.job_name or defs.resolve_sensor_def(sensor).job_name or "")
-    return job.execute_in_process(run_config={**request.run_config, **QUIET_RUN_CONFIG}, instance=instance,
-                                  tags={**request.tags, SENSOR_TAG: sensor}, partition_key=request.partition_key)
+def run_requested(instance: dg.DagsterInstance, request: dg.RunRequest, sensor: str) -> dg.ExecutionResult:
+    """Run what a sensor requested, tagged as the daemon tags the runs it launches for a sensor."""
+    job = request.job_name or defs.resolve_sensor_def(sensor).job_name or ""
+    return run_job(instance, job, run_config=request.run_config, partition_key=request.partition_key,
+                   tags={**request.tags, SENSOR_TAG: sensor})
 
 
 def tick(instance: dg.DagsterInstance, catalog: PaimonCatalogResource, name: str,
@@ -295,7 +310,7 @@ def compact_orders(instance: dg.DagsterInstance, catalog: PaimonCatalogResource)
           f"({request.tags.get(TRIGGER_COMMITS_TAG, '-')} commits since the last full compaction)")
     started = time.monotonic()
     result = run_requested(instance, request, name)
-    report = result.output_for_node("report_compaction")
+    report = output_of(result, "report_compaction")
     print(f"  run {result.run_id[:8]} {'succeeded' if result.success else 'FAILED'} in "
           f"{time.monotonic() - started:.1f}s: {report['partitions_compacted']} COMPACT snapshot(s) "
           f"{report['snapshots']}, {report['files_in']} files ({report['bytes_in']:,} bytes) -> "
@@ -443,7 +458,7 @@ def directory_bytes(table: pc.Table) -> int | None:
 
 
 def run_maintenance_job(instance: dg.DagsterInstance, job_name: str, run_config: dict[str, Any],
-                        table: str, schedule: str) -> dg.ExecuteInProcessResult:
+                        table: str, schedule: str) -> dg.ExecutionResult:
     """One maintenance run in process, tagged as its schedule's runs are."""
     return run_job(instance, job_name, run_config=run_config,
                    tags={**maintenance_tags(table), "dagster/schedule_name": schedule})
@@ -474,7 +489,7 @@ def expire_orders(instance: dg.DagsterInstance, orders: pc.Table) -> None:
     job = names.expire_job(ORDERS_TABLE)
     config = expire_run_config(orders_target(), older_than="now", retain_min=DEMO_RETAIN_MIN)
     result = run_maintenance_job(instance, job, config, ORDERS_TABLE, names.expire_schedule(ORDERS_TABLE))
-    plan = result.output_for_node("expire_snapshots")
+    plan = output_of(result, "expire_snapshots")
     after = SnapshotSpan.of(orders)
     rows_after = orders.read().sort_by([("dt", "ascending"), ("order_id", "ascending")])
     expired = f"snapshots {plan.snapshots[0]}..{plan.snapshots[-1]}" if plan.snapshots else "no snapshot"
@@ -496,7 +511,7 @@ def clean_orders(instance: dg.DagsterInstance, orders: pc.Table) -> None:
     job = names.orphans_job(ORDERS_TABLE)
     result = run_maintenance_job(instance, job, orphans_run_config(
         orders_target(), older_than="now", force=True), ORDERS_TABLE, names.orphans_schedule(ORDERS_TABLE))
-    done = result.output_for_node("remove_orphan_files")
+    done = output_of(result, "remove_orphan_files")
     shown = ", ".join(relative(orders, p) for p in done.orphans[:ORPHANS_SHOWN])
     more = f" and {len(done.orphans) - ORPHANS_SHOWN} more" if len(done.orphans) > ORPHANS_SHOWN else ""
     print(f"  {job} (older_than now, force), run {result.run_id[:8]} "
