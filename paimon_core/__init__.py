@@ -14,7 +14,7 @@ from paimon_core.maintenance.expiry import ExpiryPlan
 from paimon_core.maintenance.mark_done import MarkedDone, SuccessFile
 from paimon_core.maintenance.orphans import DAY_MS, OrphanFiles
 from paimon_core.maintenance.rollback import Rollback
-from paimon_core.options import TableOptions
+from paimon_core.options import TableOptions, parse_duration_ms
 from paimon_core.read.changes import ROW_KIND, change_feed_problem
 from paimon_core.read.lookup import TableLookup
 from paimon_core.read.scan import DataSplit
@@ -83,6 +83,7 @@ __all__ = [
     "__version__",
     "arrow_field_for",
     "change_feed_problem",
+    "parse_duration_ms",
     "parse_type_name",
     "type_name",
     "validate_table",

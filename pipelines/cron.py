@@ -26,6 +26,17 @@ def iso(ms: int) -> str:
     return dt_.datetime.fromtimestamp(ms / 1000, tz=dt_.UTC).isoformat(timespec="seconds")
 
 
+def age_text(ms: int) -> str:
+    """``3 d 4 h``, ``2 h 5 min``, ``4 min 2 s``, ``12 s``: an age in its two largest units."""
+    seconds = max(0, ms) // 1000
+    days, rest = divmod(seconds, 86_400)
+    hours, rest = divmod(rest, 3_600)
+    minutes, secs = divmod(rest, 60)
+    parts = [(days, "d"), (hours, "h"), (minutes, "min"), (secs, "s")]
+    first = next((i for i, (value, _) in enumerate(parts) if value), len(parts) - 1)
+    return " ".join(f"{value} {unit}" for value, unit in parts[first:first + 2] if value or unit == "s")
+
+
 def scheduled_ticks(cron: str, now_ms: int) -> tuple[int, int]:
     """The last two ticks of ``cron`` (UTC) at or before ``now_ms``: (previous, last), in ms."""
     windows = dg.TimeWindowPartitionsDefinition(cron_schedule=cron, start=dt_.datetime(2000, 1, 1),

@@ -11,7 +11,7 @@ so the asset shows whether compaction keeps up.
 
 import dagster as dg
 
-from pipelines.compaction.lsm import LEVEL0_CHECK, SMALL_FILES_CHECK, level0_outcome, small_files_outcome
+from pipelines.compaction.lsm import LEVEL0_CHECK, SMALL_FILES_CHECK, check_outcomes, small_files_outcome
 from pipelines.target import TableTarget
 
 
@@ -24,7 +24,8 @@ def lsm_checks(target: TableTarget) -> list[dg.AssetChecksDefinition]:
                     "(num-sorted-run.stop-trigger, default compaction trigger + 3): WARN when one reaches it, "
                     "ERROR at twice it. Manifests only.")
     def _level0(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
-        return level0_outcome(target.catalog(context).table(target.table).lsm_state()).result(target.asset_key)
+        level0, _ = check_outcomes(target.catalog(context).table(target.table), target)
+        return level0.result(target.asset_key)
 
     @dg.asset_check(asset=target.asset_key, name=SMALL_FILES_CHECK, blocking=False,
                     required_resource_keys={target.catalog_key},

@@ -180,7 +180,7 @@ def record_checks(context: dg.OpExecutionContext, target: TableTarget, table: pc
     ``log_event`` takes check evaluations at run time (and records them like a check step
     would) though its annotation lists only materializations, observations and expectations.
     """
-    for outcome in check_outcomes(table, state):
+    for outcome in check_outcomes(table, target, state):
         context.log_event(cast(Any, outcome.evaluation(target.asset_key)))
 
 

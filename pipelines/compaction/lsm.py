@@ -10,17 +10,53 @@ so a sensor tick or a check costs a few small reads.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
 
 import paimon_core as pc
+from pipelines.cron import age_text, current_ms, iso
 from pipelines.names import LEVEL0_CHECK, SMALL_FILES_CHECK
 from pipelines.target import TableTarget
 from pipelines.verdicts import CheckOutcome
 
 # Buckets shown in metadata tables; the worst ones (most level-0 files) come first.
 BUCKETS_SHOWN = 20
+# Snapshots read back from the latest to find the last compaction: a compacted write-only table
+# has one within a few commits; beyond this many the check says there is none that recent.
+COMPACTION_LOOKBACK = 50
+
+
+@dataclass(frozen=True, slots=True)
+class LastCompaction:
+    """The newest COMPACT snapshot among the ``looked_at`` newest (``snapshot_id`` None: none)."""
+
+    snapshot_id: int | None
+    time_ms: int | None
+    looked_at: int
+
+    def text(self, at_ms: int) -> str:
+        """``last compaction: snapshot 30 at 2026-... (4 min 2 s before this check)``, or that there is none."""
+        if self.snapshot_id is None or self.time_ms is None:
+            return f"no compaction among the {self.looked_at} newest snapshot(s)"
+        return (f"last compaction: snapshot {self.snapshot_id} at {iso(self.time_ms)} "
+                f"({age_text(at_ms - self.time_ms)} before this check)")
+
+
+def last_compaction(table: pc.Table, *, lookback: int = COMPACTION_LOOKBACK) -> LastCompaction:
+    """The newest COMPACT snapshot, read back from the latest (at most ``lookback`` snapshot files)."""
+    store = table.snapshot_store
+    latest, earliest = store.latest_id(), store.earliest_id()
+    if latest is None or earliest is None:
+        return LastCompaction(None, None, 0)
+    looked = 0
+    for snapshot_id in range(latest, max(earliest, latest - lookback + 1) - 1, -1):
+        looked += 1
+        snapshot = store.snapshot(snapshot_id)
+        if snapshot.commit_kind == "COMPACT":
+            return LastCompaction(snapshot_id, snapshot.time_millis, looked)
+    return LastCompaction(None, None, looked)
 
 
 
@@ -89,8 +125,9 @@ def state_metadata(state: pc.LsmState) -> dict[str, Any]:
     }
 
 
-def level0_outcome(state: pc.LsmState) -> CheckOutcome:
-    """Level 0 of every bucket below the stop-trigger.
+def level0_outcome(state: pc.LsmState, *, trigger: int, last: LastCompaction, at_ms: int) -> CheckOutcome:
+    """Level 0 of every bucket below the stop-trigger, with where the compaction trigger is and
+    when the table was last compacted (as of ``at_ms``).
 
     A compacting Paimon writer stalls at the stop-trigger; write-only writers never do, so here
     reads pay instead (one more file, and for key tables one more sorted run to merge, per
@@ -102,13 +139,17 @@ def level0_outcome(state: pc.LsmState) -> CheckOutcome:
     over = [b for b in state.buckets if b.level0_files >= stop]
     severity = dg.AssetCheckSeverity.ERROR if worst >= 2 * stop else dg.AssetCheckSeverity.WARN
     if not over:
-        description = f"at most {worst} level-0 file(s) per bucket, below the stop-trigger {stop}"
+        description = (f"at most {worst} level-0 file(s) per bucket (compaction at {trigger}, stop-trigger {stop}), "
+                       f"{state.debt_bytes:,} bytes of compaction debt; {last.text(at_ms)}")
     else:
         description = (f"{len(over)} bucket(s) at or above the stop-trigger {stop} (worst {worst} level-0 "
-                       "files); is the compaction sensor running?")
+                       f"files, compaction at {trigger}); {last.text(at_ms)}; is the compaction sensor running?")
+    when = ({"last_compaction": dg.MetadataValue.timestamp(last.time_ms / 1000),
+             "last_compaction_snapshot": str(last.snapshot_id)} if last.time_ms is not None else {})
     return CheckOutcome(LEVEL0_CHECK, not over, severity, description, {
-        "max_level0_files": worst, "stop_trigger": stop, "buckets_at_stop_trigger": len(over),
-        "debt_bytes": state.debt_bytes, "snapshot_id": state.snapshot_id if state.snapshot_id is not None else -1,
+        "max_level0_files": worst, "compaction_trigger": trigger, "stop_trigger": stop,
+        "buckets_at_stop_trigger": len(over), "debt_bytes": state.debt_bytes,
+        "snapshot_id": state.snapshot_id if state.snapshot_id is not None else -1, **when,
         "levels": levels_table(state)},
         charted=frozenset({"max_level0_files", "buckets_at_stop_trigger", "debt_bytes"}))
 
@@ -152,10 +193,13 @@ def small_files_outcome(state: pc.LsmState, *, min_file_num: int, primary_key: b
         charted=frozenset({"small_file_ratio", "small_files", "files", "max_small_files_per_bucket"}))
 
 
-def check_outcomes(table: pc.Table, state: pc.LsmState | None = None) -> list[CheckOutcome]:
-    """Both LSM checks of ``table`` (on ``state``, else its latest snapshot)."""
+def check_outcomes(table: pc.Table, target: TableTarget, state: pc.LsmState | None = None, *,
+                   at_ms: int | None = None) -> list[CheckOutcome]:
+    """Both LSM checks of ``target``'s table (on ``state``, else its latest snapshot) as of ``at_ms``
+    (default now)."""
     state = state if state is not None else table.lsm_state()
-    return [level0_outcome(state),
+    return [level0_outcome(state, trigger=level0_threshold(target, table), last=last_compaction(table),
+                           at_ms=current_ms() if at_ms is None else at_ms),
             small_files_outcome(state, min_file_num=table.options.compaction_min_file_num,
                                 primary_key=bool(table.schema.primary_keys))]
 

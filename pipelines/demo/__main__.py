@@ -276,7 +276,7 @@ def timed_read(table: pc.Table) -> tuple[int, float]:
 
 
 def print_checks(table: pc.Table, state: pc.LsmState) -> None:
-    for outcome in check_outcomes(table, state):
+    for outcome in check_outcomes(table, orders_target(), state):
         verdict = "passed" if outcome.passed else f"FAILED ({outcome.severity.value})"
         print(f"  check {outcome.name}: {verdict}: {outcome.description}")
 

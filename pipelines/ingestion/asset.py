@@ -349,7 +349,7 @@ def table_asset(spec: PaimonTableSpec, *, table_uri: str | None = None, declared
             tags=dict(spec.tags) or None, kinds=asset_kinds(spec), partitions_def=spec.partitions_def(),
             metadata=metadata, io_manager_key=keys.io_manager_key(catalog_name),
             required_resource_keys=resource_keys,
-            backfill_policy=ingestion.dagster_backfill_policy(),
+            backfill_policy=ingestion.dagster_backfill_policy(), freshness_policy=ingestion.freshness_policy(),
             pool=names.pool(spec.table), op_tags={keys.OPERATION_TAG: f"ingest-{ingestion.mode}"},
             retry_policy=dg.RetryPolicy(max_retries=ingestion.retries, delay=ingestion.retry_delay_seconds,
                                         backoff=dg.Backoff.EXPONENTIAL, jitter=dg.Jitter.PLUS_MINUS),

@@ -20,9 +20,11 @@ from pydantic import Field
 
 import paimon_core as pc
 from pipelines import names
-from pipelines.cron import iso
+from pipelines.cron import current_ms, iso
 from pipelines.maintenance.runs import (
+    EXPIRY_OP,
     MaintenanceConfig,
+    last_expiry_ms,
     launchpad_config,
     maintenance_job,
     maintenance_schedule,
@@ -62,7 +64,7 @@ def expire_run_config(target: TableTarget, *, dry_run: bool = False, older_than:
     overrides = {"older_than": older_than, "retain_min": retain_min, "retain_max": retain_max,
                  "max_deletes": max_deletes}
     config = {**target.config(), "dry_run": dry_run, **{k: v for k, v in overrides.items() if v is not None}}
-    return {"ops": {"expire_snapshots": {"config": config}}}
+    return {"ops": {EXPIRY_OP: {"config": config}}}
 
 
 def automatic_tags(table: pc.Table) -> bool:
@@ -132,7 +134,8 @@ def expire_snapshots(context: dg.OpExecutionContext, config: ExpireSnapshotsConf
             asset_key=target.asset_key, metadata=plottable(metadata, PLOTTED),
             description=(f"expired snapshots {metadata[keys.MAINTENANCE_EXPIRED_SNAPSHOTS]}, {plan.bytes:,} bytes"
                          if plan.snapshots else "snapshot expiry: automatic tags changed, no snapshot expired")))
-    record(context, target, retention_outcome(table, target))
+    ended = current_ms() if not plan.dry_run else last_expiry_ms(context.instance, target.table)
+    record(context, target, retention_outcome(table, target, last_expiry_ms=ended))
     return dg.Output(plan, metadata=metadata)
 
 
@@ -152,7 +155,7 @@ def expire_job(target: TableTarget, *, retain_min: int | None = None, retain_max
     return maintenance_job(
         snapshot_expiry, name=names.expire_job(target.table), operation="expire-snapshots", target=target,
         resources=resources,
-        config=launchpad_config("expire_snapshots", retain_min=retain_min, retain_max=retain_max,
+        config=launchpad_config(EXPIRY_OP, retain_min=retain_min, retain_max=retain_max,
                                 max_deletes=max_deletes),
         description=f"Expire {target.table}'s snapshots beyond its retention, deleting the files only they reached. "
         f"Launched by {names.expire_schedule(target.table)}; never next to a compaction of the table.")

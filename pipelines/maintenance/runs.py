@@ -39,12 +39,16 @@ from pydantic import Field
 
 import paimon_core as pc
 from paimon_core.errors import DatabaseNotFoundError, TableNotFoundError
+from pipelines import names
 from pipelines.cron import current_ms, parse_time
 from pipelines.instance_limits import warn_about_gaps
 from pipelines.target import TableTarget, TargetConfig, existing_table, job_metadata, resolve_target
 from pipelines.verdicts import CheckOutcome
 from resources import PaimonCatalogResource, keys
 from resources.keys import COMPACTION_TAG
+
+# The op of a table's expiry job, whose config says whether a run was a dry run.
+EXPIRY_OP = "expire_snapshots"
 
 
 class MaintenanceConfig(TargetConfig):
@@ -81,6 +85,29 @@ def maintenance_target(context: dg.OpExecutionContext, config: MaintenanceConfig
     warn_about_gaps(context)
     table = existing_table(catalog, target.table)
     return table, target, parse_time(older_than, now_ms=current_ms(), field="older_than")
+
+
+# Successful runs of a table's expiry job looked through for the last one that was not a dry run.
+EXPIRY_RUNS_LOOKED_AT = 20
+
+
+def deleted_for_real(run_config: Mapping[str, Any], op: str) -> bool:
+    """Whether a maintenance run with ``run_config`` could delete (``dry_run`` false); a config
+    without the field ran with the job's default, the launchpad's dry run."""
+    config = run_config.get("ops", {}).get(op, {}).get("config", {})
+    return config.get("dry_run", True) is False
+
+
+def last_expiry_ms(instance: dg.DagsterInstance, table: str) -> int | None:
+    """When the table's last successful expiry that was not a dry run ended (None: none among its
+    job's last ``EXPIRY_RUNS_LOOKED_AT`` successful runs)."""
+    records = instance.get_run_records(dg.RunsFilter(job_name=names.expire_job(table),
+                                                     statuses=[dg.DagsterRunStatus.SUCCESS]),
+                                       limit=EXPIRY_RUNS_LOOKED_AT)
+    for record in records:
+        if record.end_time is not None and deleted_for_real(record.dagster_run.run_config, EXPIRY_OP):
+            return int(record.end_time * 1000)
+    return None
 
 
 def launchpad_config(op: str, **overrides: Any) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import dagster as dg
 
 import paimon_core as pc
 from pipelines import names
-from pipelines.cron import DEFAULT_EXPIRE_CRON, DEFAULT_ORPHANS_CRON, current_ms, iso, scheduled_ticks
+from pipelines.cron import DEFAULT_EXPIRE_CRON, DEFAULT_ORPHANS_CRON, age_text, current_ms, iso, scheduled_ticks
 from pipelines.names import ORPHANS_CHECK, RETENTION_CHECK
 from pipelines.target import TableTarget
 from pipelines.verdicts import CheckOutcome
@@ -81,9 +81,23 @@ def relative_paths_md(paths: Sequence[str], *, total: int | None = None) -> dg.M
     return dg.MetadataValue.md("\n".join(lines) or "(none)")
 
 
+def unread(next_snapshot: int, latest: int | None) -> int:
+    """Snapshots a consumer resuming at ``next_snapshot`` has not read yet (its lag)."""
+    return 0 if latest is None else max(0, latest - next_snapshot + 1)
+
+
 def consumers_text(table: pc.Table) -> str:
-    """``id@next, ...``: where each consumer resumes (expiry keeps its unread snapshots)."""
-    return ", ".join(f"{c.consumer_id}@{c.next_snapshot}" for c in table.consumers()) or "-"
+    """``id@next (N unread), ...``: where each consumer resumes (expiry keeps its unread snapshots)
+    and how far behind the latest snapshot it is."""
+    latest = table.snapshot_store.latest_id()
+    return ", ".join(f"{c.consumer_id}@{c.next_snapshot} ({unread(c.next_snapshot, latest)} unread)"
+                     for c in table.consumers()) or "-"
+
+
+def max_consumer_lag(table: pc.Table) -> int:
+    """The most snapshots any consumer of the table has not read yet (0 without consumers)."""
+    latest = table.snapshot_store.latest_id()
+    return max((unread(c.next_snapshot, latest) for c in table.consumers()), default=0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,11 +117,16 @@ class RetentionFacts:
     retain_max: int
     time_retained_ms: int
     consumers: str
+    max_consumer_lag: int  # snapshots the furthest-behind consumer has not read
+    at_ms: int  # when the facts were read
+    last_expiry_ms: int | None  # when the last expiry that could delete (not a dry run) ended; None: unknown
 
 
-def retention_facts(table: pc.Table, target: TableTarget, *, at_ms: int | None = None) -> RetentionFacts:
+def retention_facts(table: pc.Table, target: TableTarget, *, at_ms: int | None = None,
+                    last_expiry_ms: int | None = None) -> RetentionFacts:
     """Reads what :func:`retention_verdict` judges: the last two ticks of the expiry schedule
-    before ``at_ms`` (default now) and dry runs of the table's expiry as of each."""
+    before ``at_ms`` (default now) and dry runs of the table's expiry as of each; the consumers'
+    positions; ``last_expiry_ms`` as the caller knows it (from the instance's runs)."""
     at = current_ms() if at_ms is None else at_ms
     options = table.options
     cron = expire_cron(target)
@@ -116,7 +135,8 @@ def retention_facts(table: pc.Table, target: TableTarget, *, at_ms: int | None =
     due = table.expire_snapshots(dry_run=True, older_than=at - options.snapshot_time_retained_ms)
     return RetentionFacts(target.table, cron, previous, last, tuple(overdue.snapshots), len(due.snapshots), due.files,
                           due.bytes, SnapshotSpan.of(table), options.snapshot_num_retained_min,
-                          options.snapshot_num_retained_max, options.snapshot_time_retained_ms, consumers_text(table))
+                          options.snapshot_num_retained_max, options.snapshot_time_retained_ms, consumers_text(table),
+                          max_consumer_lag(table), at, last_expiry_ms)
 
 
 def retention_verdict(facts: RetentionFacts) -> CheckOutcome:
@@ -139,6 +159,15 @@ def retention_verdict(facts: RetentionFacts) -> CheckOutcome:
     else:
         description = (f"{span.count} snapshot(s) retained, none overdue; {facts.due} expirable now "
                        f"({facts.due_bytes:,} bytes), left to the next run")
+    if facts.last_expiry_ms is not None:
+        description += (f"; last expiry at {iso(facts.last_expiry_ms)} ({age_text(facts.at_ms - facts.last_expiry_ms)} "
+                        "before this check)")
+    else:
+        description += "; no expiry run recorded"
+    if facts.max_consumer_lag and not over_max:
+        description += f"; consumers {facts.consumers}"
+    last_expiry = ({"last_expiry": dg.MetadataValue.timestamp(facts.last_expiry_ms / 1000)}
+                   if facts.last_expiry_ms is not None else {})
     return CheckOutcome(RETENTION_CHECK, not overdue and not over_max, dg.AssetCheckSeverity.WARN, description, {
         "snapshots_retained": span.count,
         "earliest_snapshot": span.earliest if span.earliest is not None else -1,
@@ -153,13 +182,17 @@ def retention_verdict(facts: RetentionFacts) -> CheckOutcome:
         "due_by_run_at": iso(facts.previous_tick_ms),
         "last_scheduled_run": iso(facts.last_tick_ms),
         "schedule": facts.schedule,
+        **last_expiry,
         "consumers": facts.consumers,
-    }, charted=frozenset({"snapshots_retained", "overdue_snapshots", "expirable_now", "expirable_now_bytes"}))
+        "max_consumer_lag": facts.max_consumer_lag,
+    }, charted=frozenset({"snapshots_retained", "overdue_snapshots", "expirable_now", "expirable_now_bytes",
+                          "max_consumer_lag"}))
 
 
-def retention_outcome(table: pc.Table, target: TableTarget, *, at_ms: int | None = None) -> CheckOutcome:
+def retention_outcome(table: pc.Table, target: TableTarget, *, at_ms: int | None = None,
+                      last_expiry_ms: int | None = None) -> CheckOutcome:
     """``snapshots_within_retention`` of the table as of ``at_ms`` (default now)."""
-    return retention_verdict(retention_facts(table, target, at_ms=at_ms))
+    return retention_verdict(retention_facts(table, target, at_ms=at_ms, last_expiry_ms=last_expiry_ms))
 
 
 @dataclass(frozen=True, slots=True)

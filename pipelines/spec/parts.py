@@ -11,6 +11,7 @@ a ``defs.yaml`` (:mod:`pipelines.spec.yaml_forms` for the fields YAML writes oth
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Annotated, Any
 
 import dagster as dg
@@ -147,6 +148,12 @@ class Ingestion(dg.Resolvable):
                                            "name).")] = None
     change_columns: Annotated[tuple[str, ...], doc("The source's columns a change batch carries (empty: "
                                                    "all).")] = ()
+    fresh_within: Annotated[str | None, doc(
+        "Dagster's freshness policy: the asset shows Fail when no partition was written for this long ('26 h', "
+        "'90 min', '2 d'; at least a minute), so a table that stops receiving data shows it (unset: "
+        "none).")] = None
+    warn_within: Annotated[str | None, doc("With fresh_within: Warn once no partition was written for this "
+                                           "long (shorter than fresh_within).")] = None
 
     def input_policy(self) -> InputPolicy:
         """What the table takes at its ingestion boundary, for every source."""
@@ -161,6 +168,15 @@ class Ingestion(dg.Resolvable):
         if self.backfill_policy == "single_run":
             return dg.BackfillPolicy.single_run()
         return dg.BackfillPolicy.multi_run(self.max_partitions_per_run) if self.max_partitions_per_run > 1 else None
+
+    def freshness_policy(self) -> dg.FreshnessPolicy | None:
+        """The asset's time-window freshness policy, when ``fresh_within`` is set (checked at load)."""
+        if self.fresh_within is None:
+            return None
+        warn = self.warn_within
+        return dg.FreshnessPolicy.time_window(
+            fail_window=timedelta(milliseconds=pc.parse_duration_ms(self.fresh_within)),
+            warn_window=timedelta(milliseconds=pc.parse_duration_ms(warn)) if warn is not None else None)
 
     def resolved_function(self, table: str) -> Callable[..., Any] | None:
         """The callable, imported when given as ``"package.module:attr"``."""

@@ -34,6 +34,8 @@ COMPACTION_JOBS = ("minor", "full")
 DAGSTER_NAME = re.compile(r"^[A-Za-z0-9_]+$")
 # The parameter of a source function that receives its share of a fanned-out partition.
 SLICE_PARAMETER = "ingest_slice"
+# Dagster's freshness daemon evaluates windows of a minute or more.
+FRESHNESS_MIN_MS = 60_000
 
 
 
@@ -206,6 +208,7 @@ def check_ingestion(spec: PaimonTableSpec) -> None:
         raise fail(table, "ingestion.executor_config", "given without ingestion.executor; name the executor")
     check_workers(spec)
     check_backfill(spec)
+    check_freshness(spec)
     if ingestion.commit_every_rows < 0:
         raise fail(table, "ingestion.commit_every_rows", f"must be >= 0, got {ingestion.commit_every_rows}")
     if ingestion.extra_columns not in EXTRA_COLUMNS:
@@ -247,6 +250,31 @@ def check_workers(spec: PaimonTableSpec) -> None:
         raise fail(spec.table, "ingestion.workers", f"the table has no buckets, so each write step needs its own "
                     f"share of the input: give the function a parameter {SLICE_PARAMETER!r} (it receives the "
                     "step's index and count), or keep workers at 1")
+
+
+def check_freshness(spec: PaimonTableSpec) -> None:
+    """Durations Dagster's freshness policy takes: at least a minute, the warning before the failure."""
+    ingestion = spec.ingestion
+    assert ingestion is not None
+    windows: dict[str, int] = {}
+    for name in ("fresh_within", "warn_within"):
+        text = getattr(ingestion, name)
+        if text is None:
+            continue
+        try:
+            windows[name] = pc.parse_duration_ms(text)
+        except ValueError as exc:
+            raise fail(spec.table, f"ingestion.{name}", f"{exc}; e.g. '26 h', '90 min', '2 d'") from None
+        if windows[name] < FRESHNESS_MIN_MS:
+            raise fail(spec.table, f"ingestion.{name}", f"{text!r} is under a minute, the least Dagster's "
+                       "freshness evaluates")
+    if "warn_within" in windows:
+        if "fresh_within" not in windows:
+            raise fail(spec.table, "ingestion.warn_within", "given without ingestion.fresh_within, the window "
+                       "after which the asset fails its freshness")
+        if windows["warn_within"] >= windows["fresh_within"]:
+            raise fail(spec.table, "ingestion.warn_within", f"{ingestion.warn_within!r} is not shorter than "
+                       f"fresh_within {ingestion.fresh_within!r}")
 
 
 def check_backfill(spec: PaimonTableSpec) -> None:

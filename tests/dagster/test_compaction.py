@@ -442,6 +442,12 @@ def test_full_compaction_leaves_one_file_per_bucket_at_the_max_level(
     # Already one run at the max level: a second full compaction has nothing to do.
     again = compact(run_job, full_compaction_run_config(target), job=FULL_COMPACTION_JOB)
     assert again.output_for_node("report_compaction")["partitions_planned"] == 0
+    # The level-0 check the run recorded names the last compaction: its COMPACT snapshot and time.
+    [recorded] = [e for e in result.get_asset_check_evaluations() if e.check_name == names.LEVEL0_CHECK]
+    compacted = orders.snapshots()[-1]
+    assert recorded.metadata["last_compaction_snapshot"].value == str(compacted.id)
+    assert recorded.metadata["last_compaction"].value == compacted.time_millis / 1000
+    assert f"last compaction: snapshot {compacted.id} at " in (recorded.description or "")
 
 
 def test_append_table_small_files_are_compacted(project_defs: dg.Definitions, instance: dg.DagsterInstance,
@@ -638,11 +644,12 @@ def test_follow_stops_at_its_deadline(instance: dg.DagsterInstance, orders: pc.T
 # ---- checks and helpers -----------------------------------------------------------------------
 
 
-def test_level0_check_warns_at_the_stop_trigger_and_errors_at_twice_it(orders: pc.Table) -> None:
+def test_level0_check_warns_at_the_stop_trigger_and_errors_at_twice_it(orders: pc.Table,
+                                                                       target: TableTarget) -> None:
     verdicts = []
     for run in range(4):  # 5, 10, 15, 20 level-0 files per bucket
         ingest(orders, DAY, run_id=f"r{run}")
-        level0 = check_outcomes(orders)[0]
+        level0 = check_outcomes(orders, target)[0]
         verdicts.append((level0.passed, level0.severity, level0.metadata["max_level0_files"]))
 
     assert verdicts == [(True, dg.AssetCheckSeverity.WARN, 5), (False, dg.AssetCheckSeverity.WARN, 10),

@@ -177,6 +177,39 @@ def test_expire_job_deletes_what_the_engine_plans(run_job: JobRunner, events: pc
     assert checks(result)[RETENTION_CHECK].asset_key == EVENTS_KEY
 
 
+def test_the_retention_check_says_when_expiry_last_deleted(project_defs: dg.Definitions, instance: dg.DagsterInstance,
+                                                           run_job: JobRunner, events: pc.Table,
+                                                           target: TableTarget) -> None:
+    assert execute_check(project_defs, instance, RETENTION_CHECK).description.endswith("; no expiry run recorded")
+    # A dry run deleted nothing: it is not the last expiry.
+    run(run_job, EXPIRE_JOB, expire_run_config(target, dry_run=True))
+    assert "last_expiry" not in execute_check(project_defs, instance, RETENTION_CHECK).metadata
+
+    result = run(run_job, EXPIRE_JOB, expire_run_config(target, older_than="now", retain_min=3))
+
+    recorded = checks(result)[RETENTION_CHECK]
+    assert "; last expiry at " in (recorded.description or "")
+    [record] = instance.get_run_records(dg.RunsFilter(run_ids=[result.run_id]))
+    assert record.end_time is not None
+    later = execute_check(project_defs, instance, RETENTION_CHECK)
+    assert later.metadata["last_expiry"].value == pytest.approx(record.end_time, abs=0.001)
+    assert recorded.metadata["last_expiry"].value <= record.end_time
+
+
+def test_the_retention_check_counts_what_each_consumer_has_not_read(project_defs: dg.Definitions,
+                                                                    instance: dg.DagsterInstance,
+                                                                    events: pc.Table) -> None:
+    events.consumer_store.record("audit", COMMITS - 1)  # has read all but the last two snapshots
+    events.consumer_store.record("search", COMMITS + 1)  # has read everything
+
+    evaluated = execute_check(project_defs, instance, RETENTION_CHECK)
+
+    assert evaluated.metadata["max_consumer_lag"].value == 2
+    assert evaluated.metadata["consumers"].value == f"audit@{COMMITS - 1} (2 unread), search@{COMMITS + 1} (0 unread)"
+    assert (evaluated.description or "").endswith(f"; consumers audit@{COMMITS - 1} (2 unread), "
+                                                  f"search@{COMMITS + 1} (0 unread)")
+
+
 def test_expire_dry_run_deletes_nothing(run_job: JobRunner, events: pc.Table, target: TableTarget) -> None:
     result = run(run_job, EXPIRE_JOB, expire_run_config(target, dry_run=True, older_than="now", retain_min=2))
 

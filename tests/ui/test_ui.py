@@ -355,6 +355,55 @@ def test_orders_events_show_the_compaction_observation(page: Page, dagster: Live
     screenshot("plots-events")
 
 
+def asset_health(dagster: LiveDagster, path: list[str]) -> dict[str, Any]:
+    """The asset's freshness state and its checks' latest evaluations, as the asset page loads them."""
+    data = dagster.graphql("""
+        query($key: AssetKeyInput!) {
+          assetNodeOrError(assetKey: $key) {
+            ... on AssetNode {
+              freshnessStatusInfo { freshnessStatus }
+              assetChecksOrError { ... on AssetChecks { checks { name
+                executionForLatestMaterialization { runId status evaluation { description } } } } }
+            }
+          }
+        }""", {"key": {"path": path}})
+    return dict(data["assetNodeOrError"])
+
+
+def test_orders_health_is_current_after_the_sensors_compaction(page: Page, dagster: LiveDagster,
+                                                               screenshot: Screenshot,
+                                                               orders_compaction: dict[str, Any]) -> None:
+    """The overview's checks show the table after the compaction the sensor launched (recorded by
+    that run), with the compaction trigger, the debt and the last compaction; freshness passes."""
+    run_id: str = orders_compaction["compaction"]["runId"]
+
+    def evaluated() -> dict[str, Any] | None:
+        health = asset_health(dagster, ["shop", "orders"])
+        fresh = (health.get("freshnessStatusInfo") or {}).get("freshnessStatus")
+        return health if fresh == "HEALTHY" else None
+
+    # The freshness daemon evaluates every 30 s.
+    health = dagster.wait(evaluated, timeout=120, what="shop/orders' freshness to be evaluated")
+    level0 = next(c for c in health["assetChecksOrError"]["checks"] if c["name"] == LEVEL0_CHECK)
+    latest = level0["executionForLatestMaterialization"]
+    assert latest["runId"] == run_id, (latest, run_id)  # recorded by the compaction run, not the write's
+    description = latest["evaluation"]["description"]
+    assert re.match(r"at most 0 level-0 file\(s\) per bucket \(compaction at 5, stop-trigger 8\), 0 bytes of "
+                    r"compaction debt; last compaction: snapshot \d+ at ", description), description
+
+    # The overview's status: the checks' latest results and the freshness policy's state.
+    visit(page, dagster, "/assets/shop/orders")
+    expect(page.get_by_text("Latest check results")).to_be_visible()
+    expect(page.get_by_text("Fails if more than 26 hours since last materialization")).to_be_visible()
+    expect(page.get_by_text("Passing").first).to_be_visible()
+    screenshot("overview")
+    visit(page, dagster, f"/assets/shop/orders?view=checks&checkDetail={LEVEL0_CHECK}")
+    expect(page.get_by_text(re.compile(r"last compaction: snapshot \d+ at")).first).to_be_visible()
+    expect(page.get_by_text("compaction_trigger", exact=True)).to_be_visible()
+    expect(page.get_by_text("last_compaction", exact=True)).to_be_visible()
+    screenshot("level0-check")
+
+
 def test_orders_columns_stay_as_declared_after_a_run(page: Page, dagster: LiveDagster, screenshot: Screenshot,
                                                      orders_compaction: dict[str, Any]) -> None:
     """Once the asset has run, the Columns table shows the write's ``dagster/column_schema``: it

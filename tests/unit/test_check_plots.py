@@ -6,7 +6,7 @@ from __future__ import annotations
 import dagster as dg
 
 import paimon_core as pc
-from pipelines.compaction.lsm import level0_outcome
+from pipelines.compaction.lsm import LastCompaction, level0_outcome
 from resources import keys
 from resources.metadata import number_text
 
@@ -19,7 +19,7 @@ def state(level0: list[int], stop: int = 8) -> pc.LsmState:
 
 
 def test_series_stay_numbers_and_settings_become_text() -> None:
-    outcome = level0_outcome(state([3, 9]))
+    outcome = level0_outcome(state([3, 9]), trigger=5, last=LastCompaction(6, 1_000_000, 2), at_ms=1_090_000)
 
     shown = outcome.result(dg.AssetKey(["a", "b"])).metadata
 
@@ -28,6 +28,7 @@ def test_series_stay_numbers_and_settings_become_text() -> None:
     assert isinstance(shown["stop_trigger"], dg.TextMetadataValue) and shown["stop_trigger"].value == "8"
     assert isinstance(shown["snapshot_id"], dg.TextMetadataValue) and shown["snapshot_id"].value == "7"
     assert outcome.metadata["stop_trigger"] == 8  # the verdict itself keeps the number
+    assert isinstance(shown["last_compaction"], dg.TimestampMetadataValue) and shown["last_compaction"].value == 1000
 
 
 def test_sizes_read_as_sizes_and_stay_exact() -> None:

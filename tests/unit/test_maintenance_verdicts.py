@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt_
 
 from pipelines import names
-from pipelines.cron import scheduled_ticks
+from pipelines.cron import age_text, scheduled_ticks
 from pipelines.maintenance.verdicts import (
     OrphanFacts,
     RetentionFacts,
@@ -26,7 +26,8 @@ NINE = int(dt_.datetime(2024, 3, 5, 9, tzinfo=dt_.UTC).timestamp() * 1000)
 def retention(**changes: object) -> RetentionFacts:
     facts = {"table": "logs.events", "schedule": "0 * * * *", "previous_tick_ms": NINE, "last_tick_ms": NINE + HOUR_MS,
              "overdue": (), "due": 2, "due_files": 3, "due_bytes": 4_096, "span": SnapshotSpan(5, 14),
-             "retain_min": 10, "retain_max": 100, "time_retained_ms": HOUR_MS, "consumers": "-"}
+             "retain_min": 10, "retain_max": 100, "time_retained_ms": HOUR_MS, "consumers": "-",
+             "max_consumer_lag": 0, "at_ms": NINE + HOUR_MS + 90_000, "last_expiry_ms": NINE + HOUR_MS + 30_000}
     return RetentionFacts(**{**facts, **changes})  # type: ignore[arg-type]
 
 
@@ -41,7 +42,8 @@ def test_retention_passes_with_work_left_to_the_next_run() -> None:
     verdict = retention_verdict(retention())
     assert verdict.passed and verdict.name == names.RETENTION_CHECK
     assert verdict.description == ("10 snapshot(s) retained, none overdue; 2 expirable now (4,096 bytes), left to "
-                                   "the next run")
+                                   "the next run; last expiry at 2024-03-05T10:00:30+00:00 (1 min 0 s before this "
+                                   "check)")
     assert verdict.metadata["due_by_run_at"] == "2024-03-05T09:00:00+00:00"
     assert verdict.metadata["snapshots_retained"] == 10 and verdict.metadata["expirable_now_files"] == 3
 
@@ -54,10 +56,23 @@ def test_retention_warns_when_the_run_before_the_last_could_have_expired_snapsho
 
 
 def test_retention_warns_above_num_retained_max_naming_the_consumers() -> None:
-    verdict = retention_verdict(retention(span=SnapshotSpan(1, 120), consumers="revenue@7"))
+    verdict = retention_verdict(retention(span=SnapshotSpan(1, 120), consumers="revenue@7 (114 unread)",
+                                          max_consumer_lag=114, last_expiry_ms=None))
     assert not verdict.passed
     assert verdict.description == ("120 snapshots retained, more than snapshot.num-retained.max 100; consumers "
-                                   "(revenue@7) may hold them")
+                                   "(revenue@7 (114 unread)) may hold them; no expiry run recorded")
+    assert verdict.metadata["max_consumer_lag"] == 114 and "last_expiry" not in verdict.metadata
+
+
+def test_retention_names_consumers_that_lag() -> None:
+    verdict = retention_verdict(retention(consumers="revenue@12 (3 unread), audit@15 (0 unread)", max_consumer_lag=3))
+    assert verdict.passed
+    assert verdict.description.endswith("; consumers revenue@12 (3 unread), audit@15 (0 unread)")
+
+
+def test_ages_read_in_their_two_largest_units() -> None:
+    assert [age_text(ms) for ms in (0, 12_000, 242_000, 7_500_000, 3 * DAY_MS + 4 * HOUR_MS + 5_000, -5)] == \
+        ["0 s", "12 s", "4 min 2 s", "2 h 5 min", "3 d 4 h", "0 s"]
 
 
 def test_an_empty_table_is_within_retention() -> None:

@@ -3,8 +3,10 @@ mapping, the YAML component's models and the landing template's matching."""
 
 from __future__ import annotations
 
+import datetime as dt_
 from typing import Any
 
+import dagster as dg
 import pyarrow as pa
 import pytest
 
@@ -45,6 +47,14 @@ def test_a_valid_spec_and_what_it_derives() -> None:
     assert mapping is not None and mapping.values("2024-01-03") == {"dt": "2024-01-03"}
 
 
+def test_a_freshness_window_becomes_the_assets_freshness_policy() -> None:
+    assert spec().ingestion.freshness_policy() is None  # type: ignore[union-attr]
+    policy = spec(ingestion=Ingestion(mode="upsert", function=source, fresh_within="26 h",
+                                      warn_within="90 min")).ingestion.freshness_policy()  # type: ignore[union-attr]
+    assert policy == dg.FreshnessPolicy.time_window(fail_window=dt_.timedelta(hours=26),
+                                                    warn_window=dt_.timedelta(minutes=90))
+
+
 def test_default_asset_key_is_database_and_table() -> None:
     assert spec().key.path == ["crm", "customers"]
 
@@ -78,6 +88,14 @@ def test_an_arrow_schema_is_accepted_as_columns() -> None:
     ({"asset_key": ("lake", "")}, "asset_key"),
     ({"ingestion": Ingestion(mode="upsert", function=source, executor="kubernetes")}, "ingestion.executor"),
     ({"ingestion": Ingestion(mode="upsert", function=source, extra_columns="drop")}, "ingestion.extra_columns"),
+    ({"ingestion": Ingestion(mode="upsert", function=source, fresh_within="a day")},
+     "ingestion.fresh_within: 'a day' has no recognised unit"),
+    ({"ingestion": Ingestion(mode="upsert", function=source, fresh_within="30 s")},
+     "ingestion.fresh_within: '30 s' is under a minute"),
+    ({"ingestion": Ingestion(mode="upsert", function=source, warn_within="1 h")},
+     "ingestion.warn_within: given without ingestion.fresh_within"),
+    ({"ingestion": Ingestion(mode="upsert", function=source, fresh_within="1 h", warn_within="60 min")},
+     "ingestion.warn_within: '60 min' is not shorter than fresh_within '1 h'"),
     ({"partitions": Partitions("daily", start="2024-01-01", timezone="Europe/Pariss")},
      "partitions.timezone: 'Europe/Pariss' is not a time zone; did you mean Europe/Paris?"),
 ])
