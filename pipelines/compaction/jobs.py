@@ -42,6 +42,7 @@ from pipelines.compaction.tasks import (
     compaction_metadata,
     follow,
     mapping_key,
+    observation,
     plan_tasks,
     prepare_task,
     run_task,
@@ -50,7 +51,6 @@ from pipelines.instance_limits import warn_about_gaps
 from pipelines.target import TableTarget, TargetConfig, existing_table, job_metadata, resolve_target
 from resources import PaimonCatalogResource, keys
 from resources.keys import COMPACTION_TAG
-from resources.metadata import lsm_metadata
 
 log = logging.getLogger(__name__)
 
@@ -219,10 +219,9 @@ def report_compaction(context: dg.OpExecutionContext, paimon_catalog: PaimonCata
     metadata: dict[str, Any] = {key: value for key, value in summary.items() if key != "snapshots"}
     metadata["snapshots"] = ", ".join(map(str, snapshots)) or "-"
     metadata["levels_after"] = state_metadata(after)["levels"]
-    if snapshots:
-        context.log_event(dg.AssetObservation(
-            asset_key=plan.target.asset_key, metadata={**lsm_metadata(after), keys.LSM_SNAPSHOT_ID: str(
-                after.snapshot_id)}, description=f"LSM shape after compaction snapshot(s) {metadata['snapshots']}"))
+    observed = observation(plan.target, after, compacted)
+    if observed is not None:
+        context.log_event(observed)
     return dg.Output(summary, metadata=metadata)
 
 
@@ -234,8 +233,11 @@ def follow_compaction(context: dg.OpExecutionContext, paimon_catalog: PaimonCata
     if plan.follow_seconds <= 0:
         return dg.Output({"followed_s": 0}, metadata={"followed_s": 0})
     table = paimon_catalog.table(plan.target.table)
-    summary = follow(context, table, plan, list(report.get("snapshots", [])))
+    summary, compacted = follow(context, table, plan, list(report.get("snapshots", [])))
     after = table.lsm_state()
+    observed = observation(plan.target, after, compacted)
+    if observed is not None:
+        context.log_event(observed)
     record_checks(context, plan.target, table, after)
     return dg.Output(summary, metadata={**summary, "max_level0_files_after": after.max_level0_files})
 

@@ -11,6 +11,7 @@ COMPACT snapshot or only prepares it for one commit at the end of the run.
 import logging
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -18,10 +19,9 @@ import dagster as dg
 
 import paimon_core as pc
 from paimon_core.errors import CommitConflictError
-from pipelines.compaction.lsm import partition_spec
 from pipelines.target import TableTarget
 from resources import keys
-from resources.metadata import plottable
+from resources.metadata import lsm_metadata, plottable
 from resources.peak_memory import peak_rss_mib, reset_peak_rss
 
 log = logging.getLogger(__name__)
@@ -138,16 +138,20 @@ def compact_task(table: pc.Table, task: PartitionTask, *, commit_user: str,
     return None, conflicts
 
 
-def buckets_table(buckets: tuple[pc.BucketCompaction, ...]) -> dg.MetadataValue:
-    columns = [("bucket", "int"), ("reason", "string"), ("output level", "int"), ("files in", "int"),
+def buckets_table(buckets: Sequence[pc.BucketCompaction], partitions: Sequence[str] | None = None
+                  ) -> dg.MetadataValue:
+    """One row per compacted bucket (with its partition, when ``partitions`` gives each one's)."""
+    columns = [*([("partition", "string")] if partitions is not None else []), ("bucket", "int"),
+               ("reason", "string"), ("output level", "int"), ("files in", "int"),
                ("files out", "int"), ("files moved up", "int"), ("bytes in", "int"), ("bytes out", "int"),
                ("changelog rows", "int"), ("files per level before", "string"), ("files per level after", "string")]
     records = [dg.TableRecord({
+        **({"partition": partitions[i] or "-"} if partitions is not None else {}),
         "bucket": b.bucket, "reason": b.reason, "output level": b.output_level, "files in": b.files_in,
         "files out": b.files_out, "files moved up": b.files_upgraded, "bytes in": b.bytes_in,
         "bytes out": b.bytes_out, "changelog rows": b.changelog_rows,
         "files per level before": "/".join(map(str, b.level_files_before)),
-        "files per level after": "/".join(map(str, b.level_files_after))}) for b in buckets]
+        "files per level after": "/".join(map(str, b.level_files_after))}) for i, b in enumerate(buckets)]
     return dg.MetadataValue.table(records=records, schema=dg.TableSchema(
         columns=[dg.TableColumn(name, kind) for name, kind in columns]))
 
@@ -214,23 +218,46 @@ def commit_tasks(context: dg.OpExecutionContext, table: pc.Table, target: TableT
     snapshot = outcome.compaction_snapshot
     context.log.info(f"{table.name}: committed {len(prepared)} task(s) as COMPACT snapshot {snapshot} in "
                      f"{time.monotonic() - started:.2f}s")
-    committed = [replace(d, prepared=None, snapshot_id=snapshot if d.prepared is not None else None) for d in done]
-    for task in committed:
-        if task.snapshot_id is not None:
-            observe(context, table, target, task)
-    return committed
+    return [replace(d, prepared=None, snapshot_id=snapshot if d.prepared is not None else None) for d in done]
 
 
-def observe(context: dg.OpExecutionContext, table: pc.Table, target: TableTarget, done: PartitionCompaction) -> None:
-    """Record a committed compaction on the table's asset (its partition, when they map)."""
-    context.log_event(dg.AssetObservation(
-        asset_key=target.asset_key, metadata=plottable(compaction_metadata(done), PLOTTED),
-        partition=target.partition_key(partition_spec(table, done.partition)),
-        description=f"COMPACT snapshot {done.snapshot_id} of partition {done.partition or '-'}"))
+def observation(target: TableTarget, after: pc.LsmState,
+                compacted: Sequence[PartitionCompaction]) -> dg.AssetObservation | None:
+    """One event on the table's asset for a run's committed compactions (None: it committed none):
+    the table's LSM shape after them, their totals, and per bucket what each did. Not on the
+    partitions: a partition's detail shows its writes, and an hourly compaction of many
+    partitions stays one event."""
+    done = [c for c in compacted if c.snapshot_id is not None]
+    if not done:
+        return None
+    snapshots = sorted({c.snapshot_id for c in done if c.snapshot_id is not None})
+    buckets = [(c.partition, b) for c in done for b in c.buckets]
+    totals = {
+        keys.COMPACTION_TABLE: target.table,
+        keys.COMPACTION_PARTITIONS: ", ".join(sorted({c.partition or "-" for c in done})),
+        keys.COMPACTION_SNAPSHOT_ID: ", ".join(map(str, snapshots)),
+        keys.COMPACTION_BUCKETS_COMPACTED: len(buckets),
+        keys.COMPACTION_FILES_IN: sum(c.files_in for c in done),
+        keys.COMPACTION_FILES_OUT: sum(c.files_out for c in done),
+        keys.COMPACTION_BYTES_IN: sum(c.bytes_in for c in done),
+        keys.COMPACTION_BYTES_OUT: sum(c.bytes_out for c in done),
+        keys.COMPACTION_LEVEL0_FILES_BEFORE: sum(b.level_files_before[0] for _, b in buckets),
+        keys.COMPACTION_LEVEL0_FILES_AFTER: sum(b.level_files_after[0] for _, b in buckets),
+        keys.COMPACTION_CHANGELOG_ROWS: sum(c.changelog_rows for c in done),
+        keys.COMPACTION_CONFLICTS: sum(c.conflicts for c in compacted),
+    }
+    # The shape's numbers are all series (lsm_metadata); of the totals, the volumes are.
+    metadata = {**lsm_metadata(after), keys.LSM_SNAPSHOT_ID: str(after.snapshot_id), **plottable(totals, PLOTTED),
+                keys.COMPACTION_BUCKETS: buckets_table([b for _, b in buckets], [p for p, _ in buckets])}
+    return dg.AssetObservation(
+        asset_key=target.asset_key, metadata=metadata,
+        description=(f"COMPACT snapshot(s) {totals[keys.COMPACTION_SNAPSHOT_ID]} of "
+                     f"{totals[keys.COMPACTION_PARTITIONS]}: {totals[keys.COMPACTION_FILES_IN]} files -> "
+                     f"{totals[keys.COMPACTION_FILES_OUT]}; worst level 0 now {after.max_level0_files}"))
 
 
 def run_task(context: dg.OpExecutionContext, table: pc.Table, task: PartitionTask) -> PartitionCompaction:
-    """Compact one partition's buckets, log what happened and observe the table's asset."""
+    """Compact one partition's buckets and log what happened (the run observes the asset once)."""
     started = time.monotonic()
     reset_peak_rss()
     result, conflicts = compact_task(table, task, commit_user=f"dagster-{context.run_id}")
@@ -251,8 +278,6 @@ def run_task(context: dg.OpExecutionContext, table: pc.Table, task: PartitionTas
                          f"{[b.level_files_before[0] for b in done.buckets]} -> "
                          f"{[b.level_files_after[0] for b in done.buckets]}"
                          + (f", {done.changelog_rows:,} changelog rows" if done.changelog_rows else ""))
-    if done.snapshot_id is not None:
-        observe(context, table, task.target, done)
     return done
 
 
@@ -278,7 +303,8 @@ class FollowState:
 
 
 def follow(context: dg.OpExecutionContext, table: pc.Table, plan: CompactionPlan,
-           first_pass: list[int], *, poll_seconds: float = POLL_SECONDS) -> dict[str, Any]:
+           first_pass: list[int], *, poll_seconds: float = POLL_SECONDS
+           ) -> tuple[dict[str, Any], list[PartitionCompaction]]:
     """Keep compacting what the picker asks for until the deadline or until writers go idle.
 
     Polls the selected partitions' shape (manifests only) every ``poll_seconds`` and compacts a
@@ -319,5 +345,5 @@ def follow(context: dg.OpExecutionContext, table: pc.Table, plan: CompactionPlan
                "conflicts": sum(c.conflicts for c in done)}
     context.log.info(f"{plan.target.table}: followed for {summary['followed_s']}s (stopped by {stop}), "
                      f"{len(snapshots)} compaction(s), at most {max_level0} level-0 file(s) per bucket seen")
-    return summary
+    return summary, done
 

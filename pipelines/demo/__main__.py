@@ -406,7 +406,7 @@ def consume_changes(instance: dg.DagsterInstance, catalog: PaimonCatalogResource
           f"{' (a full read)' if meta['full_read'] else ''}; +I {meta['inserts']:,}, -U "
           f"{meta['update_befores']:,}, +U {meta['update_afters']:,}, -D "
           f"{meta['deletes']:,} -> {meta['rows_written']} aggregate rows in {meta['commits']} commit(s); "
-          f"consumer now at snapshot {meta['consumer_next_snapshot']}")
+          f"consumer now at snapshot {meta['consumer_next']}")
 
 
 def print_revenue(before: dict[tuple[str, str], tuple[int, Any]], after: dict[tuple[str, str], tuple[int, Any]],

@@ -36,7 +36,8 @@ PREVIEW_COLUMNS = 6
 ACTIVE = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
           dg.DagsterRunStatus.STARTED]
 # What a consumer's run charts in the asset's Plots: the changes it read, per kind.
-PLOTTED = frozenset(keys.CHANGES_KIND_KEYS.values())
+# Rows per change kind, and rows written as on every table's writes (one type per key across tables).
+PLOTTED = frozenset({*keys.CHANGES_KIND_KEYS.values(), keys.INGEST_ROWS_WRITTEN})
 
 
 def consumer_id_of(spec: PaimonTableSpec) -> str:

@@ -315,7 +315,7 @@ def test_full_compaction_job_writes_the_changelog_of_changed_keys(
                     and keys.COMPACTION_CHANGELOG_ROWS in e.event_specific_data.asset_observation.metadata]
     assert [(o.asset_key, o.metadata[keys.COMPACTION_CHANGELOG_ROWS].value) for o in observations] == [
         (ORDERS_KEY, 12)]
-    assert [o.partition for o in observations] == [DAY]
+    assert [o.metadata[keys.COMPACTION_PARTITIONS].value for o in observations] == [f"dt={DAY}"]
 
 
 # ---- the revenue aggregate --------------------------------------------------------------------
@@ -335,7 +335,7 @@ def test_revenue_follows_the_orders_through_full_compactions(
     assert revenue_rows(catalog) == revenue_truth(live(orders))
     assert second["snapshots_consumed"] == 1 and second["inserts"] == len(live(orders))
     assert second["started_from"].startswith("saved progress")
-    assert second["consumer_next_snapshot"] == orders.latest_snapshot().id + 1
+    assert second["consumer_next"] == orders.latest_snapshot().id + 1
 
     # Another day, corrections of the first (payments, cancellations, new prices), one full
     # compaction; then more corrections that no compaction has folded yet.

@@ -142,20 +142,21 @@ def level0_per_bucket(table: pc.Table, day: str) -> list[int]:
 
 
 def observations(result: dg.ExecuteInProcessResult) -> list[dg.AssetObservation]:
-    """Every observation of the run (each partition's compaction, then the table's shape after)."""
+    """Every observation of the run."""
     return [e.event_specific_data.asset_observation for e in result.all_events
             if e.event_type_value == "ASSET_OBSERVATION"]
 
 
-def compactions(result: dg.ExecuteInProcessResult) -> list[dg.AssetObservation]:
-    """The observations of one partition's compaction each."""
-    return [o for o in observations(result) if keys.COMPACTION_PARTITION in o.metadata]
-
-
 def shape_after(result: dg.ExecuteInProcessResult) -> dg.AssetObservation:
-    """The one observation of the table's LSM shape after the run's compactions (paimon/lsm/*)."""
-    [shape] = [o for o in observations(result) if keys.LSM_MAX_LEVEL0_FILES in o.metadata]
+    """The run's one observation: its compactions and the table's LSM shape after them."""
+    [shape] = observations(result)
+    assert keys.LSM_MAX_LEVEL0_FILES in shape.metadata and keys.COMPACTION_PARTITIONS in shape.metadata
     return shape
+
+
+def compacted_partitions(result: dg.ExecuteInProcessResult) -> list[str]:
+    """The Paimon partitions the run's observation says it compacted."""
+    return str(shape_after(result).metadata[keys.COMPACTION_PARTITIONS].value).split(", ")
 
 
 # ---- chunked write-only ingestion -------------------------------------------------------------
@@ -356,20 +357,19 @@ def test_sensor_run_folds_level0_and_keeps_every_row(project_defs: dg.Definition
     compacts = [s for s in orders.snapshots() if s.commit_kind == "COMPACT"]
     assert [s.id for s in compacts] == report["snapshots"]
     assert {s.commit_user for s in compacts} == {f"dagster-{result.run_id}"}
-    # Each partition's compaction is observed on the asset's partition, with levels before/after.
-    observed = compactions(result)
-    assert sorted(str(o.partition) for o in observed) == [OTHER_DAY, DAY]
-    assert {o.asset_key for o in observed} == {ORDERS_KEY}
-    [buckets] = [o.metadata[keys.COMPACTION_BUCKETS].value for o in observed if o.partition == DAY]
-    assert [r.data["files per level before"] for r in buckets.records] == ["5/0/0/0/0/0"] * 4
-    assert [r.data["files per level after"] for r in buckets.records] == ["0/0/0/0/0/1"] * 4
-    [day] = [o for o in observed if o.partition == DAY]
-    assert day.metadata[keys.COMPACTION_PARTITION].value == f"dt={DAY}"
-    assert value_of(day.metadata[keys.COMPACTION_LEVEL0_FILES_BEFORE]) == 4 * 5
-    assert value_of(day.metadata[keys.COMPACTION_LEVEL0_FILES_AFTER]) == 0
-    # Then the table's shape after, as plottable numbers on the asset (not on a partition).
+    # One observation on the asset (not on a partition): what each bucket's compaction did, the
+    # totals, and the table's shape after as plottable numbers.
     shape = shape_after(result)
     assert (shape.asset_key, shape.partition) == (ORDERS_KEY, None)
+    assert compacted_partitions(result) == [f"dt={OTHER_DAY}", f"dt={DAY}"]
+    buckets = shape.metadata[keys.COMPACTION_BUCKETS].value
+    day = [r.data for r in buckets.records if r.data["partition"] == f"dt={DAY}"]
+    assert [r["files per level before"] for r in day] == ["5/0/0/0/0/0"] * 4
+    assert [r["files per level after"] for r in day] == ["0/0/0/0/0/1"] * 4
+    assert value_of(shape.metadata[keys.COMPACTION_LEVEL0_FILES_BEFORE]) == sum(
+        int(r.data["files per level before"].split("/")[0]) for r in buckets.records)
+    assert value_of(shape.metadata[keys.COMPACTION_LEVEL0_FILES_AFTER]) == 0
+    assert shape.metadata[keys.COMPACTION_SNAPSHOT_ID].value == ", ".join(map(str, report["snapshots"]))
     assert shape.metadata[keys.LSM_MAX_LEVEL0_FILES].value == 0
     assert shape.metadata[keys.LSM_SNAPSHOT_ID].value == str(orders.latest_snapshot().id)
     assert shape.metadata[keys.LSM_FILES].value == 2 * 4
@@ -438,7 +438,7 @@ def test_full_compaction_leaves_one_file_per_bucket_at_the_max_level(
     assert [b.level_files for b in orders.lsm_state().buckets] == [(0, 0, 0, 0, 0, 1)] * 4
     assert orders.snapshots()[-1].properties["paimon-dagster.compaction"] == "full"
     assert sorted_rows(orders) == before
-    assert [o.partition for o in compactions(result)] == [DAY]
+    assert compacted_partitions(result) == [f"dt={DAY}"]
     # Already one run at the max level: a second full compaction has nothing to do.
     again = compact(run_job, full_compaction_run_config(target), job=FULL_COMPACTION_JOB)
     assert again.output_for_node("report_compaction")["partitions_planned"] == 0
@@ -464,8 +464,7 @@ def test_append_table_small_files_are_compacted(project_defs: dg.Definitions, in
     assert result.success and request.job_name == names.compaction_job(EVENTS_TABLE)
     assert [b.files for b in events.lsm_state().buckets] == [1]
     assert events.read().sort_by([("ts", "ascending"), ("message", "ascending")]).equals(before)
-    [observed] = compactions(result)
-    assert (observed.asset_key, observed.partition) == (EVENTS_KEY, DAY)
+    assert shape_after(result).asset_key == EVENTS_KEY and compacted_partitions(result) == [f"dt={DAY}"]
 
 
 # ---- which table a run works on -----------------------------------------------------------------
@@ -482,8 +481,7 @@ def test_a_launch_with_the_launchpads_config_knows_its_table(orders: pc.Table, r
     launched = compact(run_job, dict(opened), tags={})  # as the UI launches it: no tags of the sensor's
 
     assert launched.success and level0_per_bucket(orders, DAY) == [0] * 4
-    [observed] = compactions(launched)
-    assert (observed.asset_key, observed.partition) == (ORDERS_KEY, DAY)
+    assert shape_after(launched).asset_key == ORDERS_KEY and compacted_partitions(launched) == [f"dt={DAY}"]
     assert launched.dagster_run.tags[COMPACTION_TAG] == ORDERS_TABLE  # the job's own tag: one at a time
     assert {e.asset_key for e in launched.get_asset_check_evaluations()} == {ORDERS_KEY}
 
@@ -545,7 +543,7 @@ def three_runs_of_a_day(defs: dg.Definitions, instance: dg.DagsterInstance) -> J
     return runner
 
 
-def test_observations_land_on_a_three_part_key_and_the_mapped_partition(
+def test_the_observation_lands_on_a_three_part_key_naming_the_paimon_partition(
         warehouse: str, instance: dg.DagsterInstance) -> None:
     defs = paimon_definitions([customers_spec()], warehouse=warehouse)
     runner = three_runs_of_a_day(defs, instance)
@@ -560,16 +558,16 @@ def test_observations_land_on_a_three_part_key_and_the_mapped_partition(
     assert request.run_config == compaction_run_config(target, partitions=["day=20240103"])
     result = runner(request.job_name, run_config=request.run_config, tags=dict(request.tags))
     assert result.success
-    [observed] = compactions(result)
-    assert (observed.asset_key, observed.partition) == (CUSTOMERS_KEY, DAY)
-    assert observed.metadata[keys.COMPACTION_PARTITION].value == "day=20240103"
+    observed = shape_after(result)
+    assert (observed.asset_key, observed.partition) == (CUSTOMERS_KEY, None)
+    assert compacted_partitions(result) == ["day=20240103"]
     assert {(e.asset_key, e.check_name) for e in result.get_asset_check_evaluations()} == {
         (CUSTOMERS_KEY, LEVEL0_CHECK), (CUSTOMERS_KEY, SMALL_FILES_CHECK)}
-    # The observation is stored on that asset's partition, next to the partition's materializations.
+    # Stored on the asset, not on the partition: the partition's detail shows its writes only.
     stored = instance.fetch_observations(dg.AssetRecordsFilter(asset_key=CUSTOMERS_KEY, asset_partitions=[DAY]),
                                          limit=10).records
-    assert [r.run_id for r in stored] == [result.run_id]
-    assert shape_after(result).asset_key == CUSTOMERS_KEY
+    assert stored == []
+    assert [r.run_id for r in instance.fetch_observations(CUSTOMERS_KEY, limit=10).records] == [result.run_id]
     assert table.read().num_rows == 40
 
 
@@ -635,9 +633,9 @@ def test_follow_stops_at_its_deadline(instance: dg.DagsterInstance, orders: pc.T
     context = dg.build_op_context(instance=instance)
 
     started = time.monotonic()
-    summary = follow(context, orders, plan, [], poll_seconds=0.1)
+    summary, compacted = follow(context, orders, plan, [], poll_seconds=0.1)
 
-    assert summary["stopped_by"] == "deadline" and summary["compactions"] == 0
+    assert summary["stopped_by"] == "deadline" and summary["compactions"] == 0 and compacted == []
     assert 1.0 <= time.monotonic() - started < 5
 
 

@@ -165,10 +165,10 @@ def test_expire_job_deletes_what_the_engine_plans(run_job: JobRunner, events: pc
     meta = plain(observed.metadata)
     assert observed.asset_key == EVENTS_KEY and observed.partition is None
     assert meta["table"] == EVENTS_TABLE
-    assert meta["snapshots_expired"] == COMMITS - 3 and meta["expired_snapshots"] == f"1..{COMMITS - 3}"
-    assert meta["earliest_snapshot_before"] == 1 and meta["earliest_snapshot_after"] == COMMITS - 2
-    assert meta["latest_snapshot"] == COMMITS
-    assert (meta["snapshots_retained_before"], meta["snapshots_retained_after"]) == (COMMITS, 3)
+    assert meta["expired"] == COMMITS - 3 and meta["expired_ids"] == f"1..{COMMITS - 3}"
+    assert meta["earliest_before"] == 1 and meta["earliest_after"] == COMMITS - 2
+    assert meta["latest"] == COMMITS
+    assert (meta["retained_before"], meta["retained_after"]) == (COMMITS, 3)
     assert meta["data_files"] == COMMITS - 3 and meta["bytes"] == expected.bytes > 0
     assert meta["metadata_files"] == len(expected.metadata_files)
     assert Path(expected.data_files[0]).name in meta["files"]
@@ -219,8 +219,8 @@ def test_expire_dry_run_deletes_nothing(run_job: JobRunner, events: pc.Table, ta
     assert all(os.path.exists(p) for p in (*plan.data_files, *plan.metadata_files))
     assert not observations(result)
     meta = plain(output_metadata(result, "expire_snapshots"))
-    assert (meta["dry_run"], meta["snapshots_expired"]) == (True, COMMITS - 2)
-    assert meta["snapshots_retained_after"] == COMMITS
+    assert (meta["dry_run"], meta["expired"]) == (True, COMMITS - 2)
+    assert meta["retained_after"] == COMMITS
 
 
 def test_default_retention_keeps_young_snapshots(run_job: JobRunner, events: pc.Table, target: TableTarget) -> None:
@@ -228,7 +228,7 @@ def test_default_retention_keeps_young_snapshots(run_job: JobRunner, events: pc.
 
     assert result.output_for_node("expire_snapshots").snapshots == ()
     assert len(events.snapshots()) == COMMITS
-    assert plain(output_metadata(result, "expire_snapshots"))["snapshots_expired"] == 0
+    assert plain(output_metadata(result, "expire_snapshots"))["expired"] == 0
     assert observations(result) == []  # nothing changed: no event on the asset
 
 
@@ -244,7 +244,7 @@ def test_expiry_creates_due_automatic_tags_first(run_job: JobRunner, events: pc.
 
     assert [(t.name, t.snapshot_id) for t in events.list_tags()] == [(today, COMMITS)]
     meta = plain(output_metadata(result, "expire_snapshots"))
-    assert (meta["automatic_tag_created"], meta["snapshots_expired"]) == (today, COMMITS - 2)
+    assert (meta["tag_created"], meta["expired"]) == (today, COMMITS - 2)
     # A dry run creates no tag either.
     events.delete_tag(today)
     run(run_job, EXPIRE_JOB, expire_run_config(target, dry_run=True))

@@ -164,7 +164,7 @@ def test_user_tables_get_everything(project: Path, flavour: str, instance: dg.Da
     compacted = run_request(defs, instance, request, names.compaction_job("crm.customers"))
     assert compacted.success
     [observed] = [o for o in observations(instance, CUSTOMERS) if keys.COMPACTION_SNAPSHOT_ID in o.metadata]
-    assert observed.partition == DAYS[0]
+    assert observed.partition is None and keys.COMPACTION_PARTITIONS in observed.metadata
     assert {e.asset_key for e in compacted.get_asset_check_evaluations()} == {CUSTOMERS}
     assert customers.lsm_state().max_level0_files == 0
 

@@ -20,6 +20,7 @@ import pytest
 from pipelines import names
 from pipelines.code_location import WAREHOUSE_ENV
 from pipelines.definitions import REPO_ROOT
+from resources import keys
 from tests.support.live_dagster import FINISHED, LOCATION, LiveDagster
 from tests.ui.conftest import Screenshot, skip_without_browser
 
@@ -77,6 +78,39 @@ def test_demo_runs_carry_the_code_location(dagster: LiveDagster) -> None:
     labelled = {r["runId"] for r in dagster.runs({".dagster/repository": REPOSITORY_LABEL}, limit=500)}
     everything = {r["runId"] for r in dagster.runs(limit=500)}
     assert everything and labelled == everything, everything - labelled
+
+
+# The asset page's metadata table shows keys up to about this long beside their values (1600 px).
+KEY_CHARACTERS_SHOWN = 34
+
+
+def metadata_of_every_event(dagster: LiveDagster) -> dict[str, set[tuple[str, str]]]:
+    """Every metadata key of the demo's materializations and observations, with the value types
+    it took and on which asset."""
+    found: dict[str, set[tuple[str, str]]] = {}
+    instance = dg.DagsterInstance.from_config(str(dagster.home))
+    try:
+        for key in instance.get_asset_keys():
+            where = "/".join(key.path)
+            events = [*(r.asset_materialization for r in instance.fetch_materializations(key, limit=1000).records),
+                      *(r.asset_observation for r in instance.fetch_observations(key, limit=1000).records)]
+            for event in events:
+                for name, value in (event.metadata if event is not None else {}).items():
+                    found.setdefault(name, set()).add((type(value).__name__, where))
+    finally:
+        instance.dispose()
+    return found
+
+
+def test_every_metadata_key_has_one_type_and_fits_its_column(dagster: LiveDagster) -> None:
+    """A key is a number on every table or text on every table (Dagster plots a key by its type),
+    and short enough not to run into its value on the asset page."""
+    found = metadata_of_every_event(dagster)
+    assert {keys.INGEST_ROWS_WRITTEN, keys.COMPACTION_FILES_IN, keys.MAINTENANCE_SNAPSHOTS_EXPIRED} <= set(found)
+    mixed = {name: sorted(kinds) for name, kinds in found.items() if len({kind for kind, _ in kinds}) > 1}
+    assert mixed == {}
+    long = sorted(name for name in found if name.startswith("paimon/") and len(name) > KEY_CHARACTERS_SHOWN)
+    assert long == []
 
 
 def test_job_sensor_and_schedule_pages_list_the_demo_runs(page: Page, dagster: LiveDagster,

@@ -322,17 +322,14 @@ def test_orders_events_show_the_compaction_observation(page: Page, dagster: Live
                                                        orders_compaction: dict[str, Any]) -> None:
     run_id: str = orders_compaction["compaction"]["runId"]
     visit(page, dagster, "/assets/shop/orders?view=events")
-    # The list holds the day's materialization, its observation and the table-wide LSM observation:
-    # select each event of the day until the details are the compaction's observation.
-    events = page.get_by_text(ORDERS_DAY, exact=True)
-    expect(events.first).to_be_visible()
-    heading = page.get_by_text(f"Partition {ORDERS_DAY} observed in run {run_id[:8]}")
-    for index in range(events.count()):
-        events.nth(index).click()
-        if heading.is_visible():
-            break
-    expect(heading).to_be_visible()
-    for key in (keys.COMPACTION_FILES_IN, keys.COMPACTION_LEVEL0_FILES_AFTER,
+    # The list holds the day's materialization and the compaction run's one observation (of the
+    # asset, not of the partition): the day's partition has a single event, its write.
+    expect(page.get_by_text(ORDERS_DAY, exact=True)).to_have_count(1)
+    observed = page.get_by_text(re.compile(r"^COMPACT snapshot\(s\) \d+ of dt=" + ORDERS_DAY))
+    expect(observed.first).to_be_visible()
+    observed.first.click()
+    expect(page.get_by_text(re.compile(rf"[Oo]bserved in run {run_id[:8]}")).first).to_be_visible()
+    for key in (keys.COMPACTION_PARTITIONS, keys.COMPACTION_FILES_IN, keys.COMPACTION_LEVEL0_FILES_AFTER,
                 keys.COMPACTION_CHANGELOG_ROWS, keys.COMPACTION_BUCKETS):
         expect(page.get_by_text(key, exact=True)).to_be_visible()
     expect(metadata_row(page, keys.COMPACTION_LEVEL0_FILES_AFTER)).to_contain_text("0")
