@@ -94,6 +94,40 @@ def manifest_count_is_exact(splits: list[Any]) -> bool:
                for split in splits)
 
 
+# Records of a primary-key table's other partitions, whose manifests are not exact (not fully
+# compacted), that a write merges to count the whole table (a read of their key columns); with
+# more, the table's count is left out rather than making every write pay for the table's size.
+TABLE_COUNT_MERGE_BUDGET = 1_000_000
+
+
+def table_live_rows(table: pc.Table, snapshot_id: int, written: Mapping[str, str], written_rows: int
+                    ) -> tuple[int | None, str]:
+    """The live rows of a whole primary-key table at ``snapshot_id``, given the written partition's:
+    each other partition from its manifests where they are exact, else from a merged read of its
+    keys (within ``TABLE_COUNT_MERGE_BUDGET``); None when that budget would be passed. With how."""
+    names = list(table.schema.partition_keys)
+    written_values = tuple(str(written.get(name)) for name in names)
+    groups: dict[tuple[Any, ...], list[Any]] = {}
+    for split in table.plan(snapshot_id=snapshot_id):
+        groups.setdefault(tuple(split.partition_values), []).append(split)
+    exact, from_manifests, merged = 0, 0, []
+    for values, splits in groups.items():
+        if tuple(str(v) for v in values) == written_values:
+            continue
+        if manifest_count_is_exact(splits):
+            exact += sum(split.row_count for split in splits)
+            from_manifests += 1
+        else:
+            merged.append((values, sum(split.row_count for split in splits)))
+    to_merge = sum(records for _, records in merged)
+    if to_merge > TABLE_COUNT_MERGE_BUDGET:
+        return None, (f"not counted: {len(merged)} partition(s) not fully compacted hold {to_merge:,} records to "
+                      f"merge, more than {TABLE_COUNT_MERGE_BUDGET:,}")
+    counted = sum(live_rows(table, dict(zip(names, values, strict=True)), snapshot_id) for values, _ in merged)
+    return written_rows + exact + counted, (f"{from_manifests} other partition(s) from manifests, {len(merged)} by "
+                                            "a merged read")
+
+
 def write_metadata(table: pc.Table, *, snapshot_id: int | None, partition: Mapping[str, str],
                    rows_written: int) -> dict[str, Any]:
     """Metadata for one partition write, read back from the snapshot the write produced.
@@ -105,8 +139,9 @@ def write_metadata(table: pc.Table, *, snapshot_id: int | None, partition: Mappi
     rows (``dagster/partition_row_count``) come from the manifests only where they are exact (see
     ``manifest_count_is_exact``), else from a merged read of its keys (``row_count_source``
     says which): one count per partition, besides the rows the write wrote. The whole table's
-    live count would need a merged read of everything, so ``dagster/row_count`` is left out. A
-    write of the whole table (``partition`` empty) counts it so, and says it as ``dagster/row_count``.
+    (``dagster/row_count``) adds the other partitions' counted the same way (``table_live_rows``),
+    or is left out when too much of it is not compacted to count cheaply. A write of the whole
+    table (``partition`` empty) counts it so, and says it as ``dagster/row_count``.
     """
     expired = False
     try:
@@ -135,9 +170,15 @@ def write_metadata(table: pc.Table, *, snapshot_id: int | None, partition: Mappi
     if table.schema.primary_keys:
         del metadata["dagster/row_count"]
         exact = manifest_count_is_exact(splits)
-        metadata[keys.INGEST_ROW_COUNT_SOURCE] = "manifests" if exact else "merged read"
-        metadata["dagster/partition_row_count"] = (
-            in_partition if exact else live_rows(table, partition, snapshot.id) if snapshot is not None else 0)
+        source = "manifests" if exact else "merged read"
+        count = in_partition if exact else live_rows(table, partition, snapshot.id) if snapshot is not None else 0
+        metadata["dagster/partition_row_count"] = count
+        if partition and snapshot is not None:
+            total, how = table_live_rows(table, snapshot.id, partition, count)
+            if total is not None:
+                metadata["dagster/row_count"] = total
+            source = f"partition: {source}; table: {how}"
+        metadata[keys.INGEST_ROW_COUNT_SOURCE] = source
     if not partition:
         # A write of the whole table (an unpartitioned asset): its rows are the table's, and a
         # partition count would name a partition that is not there.

@@ -49,7 +49,9 @@ from pipelines.target import (
     sensor_interval_seconds,
 )
 from resources import PaimonCatalogResource, keys, write_partition
+from resources import metadata as metadata_module
 from resources.keys import COMPACTION_TAG, FOLLOW_TAG
+from resources.metadata import write_metadata
 from resources.writes import CHUNK_PROPERTY, FINAL_PROPERTY
 from tests.support.cdc_truth import replay
 from tests.support.dagster_runs import JobRunner, one_line_failure
@@ -448,6 +450,35 @@ def test_full_compaction_leaves_one_file_per_bucket_at_the_max_level(
     assert recorded.metadata["last_compaction_snapshot"].value == str(compacted.id)
     assert recorded.metadata["last_compaction"].value == compacted.time_millis / 1000
     assert f"last compaction: snapshot {compacted.id} at " in (recorded.description or "")
+
+
+def test_a_write_counts_the_whole_table_from_compacted_manifests_and_merged_reads(
+        orders: pc.Table, target: TableTarget, run_job: JobRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    ingest(orders, OTHER_DAY, run_id="r1")
+    compact(run_job, full_compaction_run_config(target), job=FULL_COMPACTION_JOB)  # OTHER_DAY: exact manifests
+    ingest(orders, DAY, run_id="r2")
+    latest = orders.latest_snapshot()
+    assert latest is not None
+    day_rows = orders.read(filter=[("dt", "=", DAY)]).num_rows
+
+    metadata = write_metadata(orders, snapshot_id=latest.id, partition={"dt": DAY}, rows_written=1)
+
+    assert metadata["dagster/partition_row_count"] == day_rows
+    assert metadata["dagster/row_count"] == orders.read().num_rows > day_rows
+    assert metadata[keys.INGEST_ROW_COUNT_SOURCE] == ("partition: merged read; table: 1 other partition(s) from "
+                                                      "manifests, 0 by a merged read")
+    # Another day still in level 0 is merged to count it; past the budget the table is not counted.
+    ingest(orders, "2024-01-05", run_id="r3")
+    latest = orders.latest_snapshot()
+    assert latest is not None
+    merged = write_metadata(orders, snapshot_id=latest.id, partition={"dt": DAY}, rows_written=1)
+    assert merged["dagster/row_count"] == orders.read().num_rows
+    assert merged[keys.INGEST_ROW_COUNT_SOURCE].endswith(
+        "table: 1 other partition(s) from manifests, 1 by a merged read")
+    monkeypatch.setattr(metadata_module, "TABLE_COUNT_MERGE_BUDGET", 10)
+    skipped = write_metadata(orders, snapshot_id=latest.id, partition={"dt": DAY}, rows_written=1)
+    assert "dagster/row_count" not in skipped and skipped["dagster/partition_row_count"] == day_rows
+    assert "table: not counted: 1 partition(s) not fully compacted hold " in skipped[keys.INGEST_ROW_COUNT_SOURCE]
 
 
 def test_append_table_small_files_are_compacted(project_defs: dg.Definitions, instance: dg.DagsterInstance,

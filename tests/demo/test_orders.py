@@ -198,18 +198,21 @@ def test_orders_materialization_metadata(materialize_orders: Any, resources: dic
             metadata[keys.INGEST_UPDATE_AFTERS], metadata[keys.INGEST_DELETES]) == (
         kinds["+I"], kinds["-U"], kinds["+U"], kinds["-D"])
     assert metadata["dagster/partition_row_count"] == live
-    assert metadata[keys.INGEST_ROW_COUNT_SOURCE] == "merged read"  # level-0 files overlap
+    # Level-0 files overlap in both days: each is counted by a merged read of its keys.
+    assert metadata[keys.INGEST_ROW_COUNT_SOURCE] == ("partition: merged read; table: 0 other partition(s) from "
+                                                      "manifests, 1 by a merged read")
+    assert metadata["dagster/row_count"] == table.read().num_rows == live + len(replay(day_changes(resources,
+                                                                                                   OTHER_DAY)))
     assert metadata[keys.INGEST_SNAPSHOT_ID] == latest(table).id == 2  # shown as text: read, not plotted
     assert metadata[keys.INGEST_COMMIT_KIND] == "APPEND"
-    # One count of the partition's rows, besides the rows written: no stored-record counts.
-    assert {k for k in metadata if "record" in k or "row_count" in k} == {"dagster/partition_row_count",
-                                                                         keys.INGEST_ROW_COUNT_SOURCE}
+    # The partition's rows and the table's, besides the rows written: no stored-record counts.
+    assert {k for k in metadata if "record" in k or "row_count" in k} == {
+        "dagster/partition_row_count", "dagster/row_count", keys.INGEST_ROW_COUNT_SOURCE}
     assert metadata[keys.INGEST_MODE] == "upsert"
     assert metadata[keys.INGEST_COMMITS] == 1
     assert metadata["dagster/uri"] == table.uri
     assert metadata["dagster/table_name"] == ORDERS_TABLE
     assert metadata[keys.INGEST_REUSED_COMMIT] is False
-    assert "dagster/row_count" not in metadata  # would need a merged read of the whole table
     schema = metadata["dagster/column_schema"]  # as declared: Paimon types, the primary key marked
     assert [c.name for c in schema.columns] == ORDERS_SCHEMA.names
     columns = {c.name: c for c in schema.columns}
