@@ -157,3 +157,4 @@ def test_reexecute_all_on_a_demo_run_succeeds(page: Page, dagster: LiveDagster, 
     page.goto(f"{dagster.url}/runs/{rerun['runId']}", wait_until="domcontentloaded")
     expect(page.get_by_text("RUN_SUCCESS").first).to_be_visible()
     screenshot("rerun")
+

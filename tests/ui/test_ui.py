@@ -345,9 +345,12 @@ def test_orders_events_show_the_compaction_observation(page: Page, dagster: Live
     expect(page.get_by_text(re.compile(r"Something went wrong|Unexpected error|PythonError"))).to_have_count(0)
     print(f"\nshop/orders plots over partitions: {page.locator('canvas').count()} chart(s)")
     screenshot("plots-partitions")
+    # Over events (time): the write's rows, and the level 0 and debt after the compaction, each a chart.
     page.get_by_role("button", name=re.compile(r"Events$")).click()
-    expect(plots.first).to_be_attached()
-    plots.first.evaluate("element => element.scrollIntoView({block: 'center'})")
+    for series in (keys.INGEST_ROWS_WRITTEN, keys.LSM_MAX_LEVEL0_FILES, keys.LSM_DEBT_BYTES):
+        expect(page.get_by_text(series, exact=True).first).to_be_attached()
+    expect(page.locator("canvas").first).to_be_attached()
+    page.locator("canvas").first.evaluate("element => element.scrollIntoView({block: 'center'})")
     print(f"shop/orders plots over events: {page.locator('canvas').count()} chart(s)")
     screenshot("plots-events")
 
