@@ -247,7 +247,6 @@ def follow_compaction(context: dg.OpExecutionContext, paimon_catalog: PaimonCata
 # The executor is the code location's (``paimon_definitions(executor=...)``, in-process by
 # default: a compaction of a few buckets is cheaper on threads than a process per step). With
 # ``buckets_per_step`` the steps fan out over a multiprocess, Dask or k8s executor's workers.
-JOB_TAGS = {keys.OPERATION_TAG: "compact"}
 
 
 @dg.graph(description="Minor compaction of a Paimon table: in every partition that needs it, what Paimon's "
@@ -271,7 +270,8 @@ def compaction_jobs(target: TableTarget, resources: Mapping[str, Any] = MappingP
     opens with only what a person chooses (which partitions, a full rewrite), and its compaction
     tag on every run, whoever launches it. ``resources``: those the
     jobs carry themselves (see :func:`pipelines.target.job_resources`)."""
-    tags = {**JOB_TAGS, **compaction_tags(target.table)}
+    # The job's name says what it does; its one tag is the per-table limit every run carries.
+    tags = compaction_tags(target.table)
     minor = minor_compaction.to_job(
         name=names.compaction_job(target.table), tags=tags, metadata=job_metadata(target),
         config={"ops": {"plan_compaction": {"config": {"partitions": [], "full": False}}}},

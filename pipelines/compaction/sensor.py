@@ -168,8 +168,9 @@ def evaluate(context: dg.SensorEvaluationContext, catalog: PaimonCatalogResource
     # An unpartitioned table's partition is "": compact the whole table.
     partitions = [p for p in request.partitions if p]
     tags = {**compaction_tags(spec.table), TRIGGER_SNAPSHOT_TAG: str(state.snapshot_id),
-            TRIGGER_LEVEL0_TAG: str(request.worst_level0), TRIGGER_REASON_TAG: ",".join(request.reasons),
-            FOLLOW_TAG: str(follow)}
+            TRIGGER_LEVEL0_TAG: str(request.worst_level0), TRIGGER_REASON_TAG: ",".join(request.reasons)}
+    if follow:  # only runs that follow the writers say so (the Runs list shows every tag)
+        tags[FOLLOW_TAG] = str(follow)
     if state.full_compaction_every is not None:
         tags[TRIGGER_COMMITS_TAG] = f"{state.commits_since_full}/{state.full_compaction_every}"
     return dg.RunRequest(

@@ -153,7 +153,7 @@ def expire_job(target: TableTarget, *, retain_min: int | None = None, retain_max
     default and a dry run as the launchpad's (as ``paimon expire-snapshots`` without --execute);
     its schedule deletes."""
     return maintenance_job(
-        snapshot_expiry, name=names.expire_job(target.table), operation="expire-snapshots", target=target,
+        snapshot_expiry, name=names.expire_job(target.table), target=target,
         resources=resources,
         config=launchpad_config(EXPIRY_OP, retain_min=retain_min, retain_max=retain_max,
                                 max_deletes=max_deletes),

@@ -133,7 +133,7 @@ def orphans_job(target: TableTarget, resources: Mapping[str, Any] = MappingProxy
     """``remove_orphan_files_<db>_<table>_job``: the table's orphan cleanup, a dry run from the
     launchpad (as ``paimon remove-orphan-files`` without --execute); its schedule deletes."""
     return maintenance_job(
-        orphan_cleanup, name=names.orphans_job(target.table), operation="remove-orphan-files", target=target,
+        orphan_cleanup, name=names.orphans_job(target.table), target=target,
         resources=resources,
         config=launchpad_config("remove_orphan_files"),
         description=f"Delete {target.table}'s orphan files (referenced by no snapshot or tag) older than a day, or "

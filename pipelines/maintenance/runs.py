@@ -44,7 +44,7 @@ from pipelines.cron import current_ms, parse_time
 from pipelines.instance_limits import warn_about_gaps
 from pipelines.target import TableTarget, TargetConfig, existing_table, job_metadata, resolve_target
 from pipelines.verdicts import CheckOutcome
-from resources import PaimonCatalogResource, keys
+from resources import PaimonCatalogResource
 from resources.keys import COMPACTION_TAG
 
 # The op of a table's expiry job, whose config says whether a run was a dry run.
@@ -117,14 +117,14 @@ def launchpad_config(op: str, **overrides: Any) -> dict[str, Any]:
     return {"ops": {op: {"config": config}}}
 
 
-def maintenance_job(graph: dg.GraphDefinition, *, name: str, operation: str, target: TableTarget,
+def maintenance_job(graph: dg.GraphDefinition, *, name: str, target: TableTarget,
                     config: dict[str, Any], description: str, resources: Mapping[str, Any]) -> dg.JobDefinition:
     """One table's maintenance job: in process (one small step), the table in its metadata,
     ``config`` (what a person may choose) as the launchpad's default, and the table's compaction
     tag on every run, whoever launches it."""
     return graph.to_job(name=name, executor_def=dg.in_process_executor, config=config, description=description,
                         resource_defs=dict(resources) or None, metadata=job_metadata(target),
-                        tags={keys.OPERATION_TAG: operation, **maintenance_tags(target.table)})
+                        tags=maintenance_tags(target.table))
 
 
 def maintenance_schedule(target: TableTarget, *, name: str, cron: str, job: dg.JobDefinition,

@@ -212,8 +212,8 @@ def test_a_scheduled_table_requests_the_day_that_just_ended(tmp_path: Path) -> N
 def test_every_table_has_its_maintenance_jobs_and_schedules(job_of: Any, schedule_of: Any, operation: str) -> None:
     for table in TABLES:
         job = defs.resolve_job_def(job_of(table))
-        assert job.tags[keys.OPERATION_TAG] == operation
-        assert job.tags[keys.COMPACTION_TAG] == table  # one per table at a time, however launched
+        assert job.tags == {keys.COMPACTION_TAG: table}  # one per table at a time, however launched
+        assert {node.definition.tags[keys.OPERATION_TAG] for node in job.graph.nodes} == {operation}
         assert job.executor_def is dg.in_process_executor
         schedule = defs.resolve_schedule_def(schedule_of(table))
         assert schedule.job_name == job.name
