@@ -402,7 +402,7 @@ def consume_changes(instance: dg.DagsterInstance, catalog: PaimonCatalogResource
     meta = plain_metadata(result, REVENUE_KEY)
     print(f"\nSensor {REVENUE_SENSOR} requests run {request.run_key!r}; {REVENUE_KEY.to_user_string()} "
           f"{'succeeded' if result.success else 'FAILED'}: from {meta['started_from']}, "
-          f"{meta['snapshots_consumed']} snapshot(s) [{meta['source_snapshots']}]"
+          f"{meta['snapshots_read']} snapshot(s) [{meta['source_snapshots']}]"
           f"{' (a full read)' if meta['full_read'] else ''}; +I {meta['inserts']:,}, -U "
           f"{meta['update_befores']:,}, +U {meta['update_afters']:,}, -D "
           f"{meta['deletes']:,} -> {meta['rows_written']} aggregate rows in {meta['commits']} commit(s); "
@@ -534,7 +534,7 @@ def consume_after_maintenance(instance: dg.DagsterInstance, catalog: PaimonCatal
     consumed: list[str] = []
     for request in consumer.run_requests:
         meta = plain_metadata(run_requested(instance, request, REVENUE_SENSOR), REVENUE_KEY)
-        consumed.append(f"{meta['snapshots_consumed']} snapshot(s) read from {meta['started_from']}")
+        consumed.append(f"{meta['snapshots_read']} snapshot(s) read from {meta['started_from']}")
     same = revenue_by_status(catalog) == direct_revenue(orders)
     print(f"  then {late.num_rows} late changes to {day} in {LATE_COMMITS} commits, "
           f"{len(compaction.run_requests)} full compaction run(s), consumer run: "

@@ -124,7 +124,8 @@ def expire_snapshots(context: dg.OpExecutionContext, config: ExpireSnapshotsConf
                                   retain_max=config.retain_max, max_deletes=config.max_deletes)
     after = SnapshotSpan.of(table)
     metadata = expiry_metadata(table, plan, before, after, older_than, tags)
-    context.log.info(f"{plan.summary()}; {before.count} -> {after.count} snapshots retained"
+    context.log.info(("dry run, nothing deleted: " if plan.dry_run else "")
+                     + f"{plan.summary()}; {before.count} -> {after.count} snapshots retained"
                      + (f"; first files: {', '.join(relative(table, p) for p in plan.data_files[:3])}"
                         if plan.data_files else ""))
     # Only what changed the table is an event on its asset (an hourly run with nothing to expire

@@ -110,7 +110,8 @@ def remove_orphan_files(context: dg.OpExecutionContext, config: RemoveOrphanFile
         raise dg.Failure(description=f"{config.table}: {exc}", allow_retries=False) from None
     metadata = orphans_metadata(table, result, forced=config.force)
     verb = "would delete" if result.dry_run else "deleted"
-    context.log.info(f"{table.name}: {verb} {len(result.orphans)} orphan file(s) ({result.bytes:,} bytes) of "
+    context.log.info(("dry run, nothing deleted: " if result.dry_run else "")
+                     + f"{table.name}: {verb} {len(result.orphans)} orphan file(s) ({result.bytes:,} bytes) of "
                      f"{result.candidates} file(s) older than {iso(result.older_than_ms)}"
                      + (f": {', '.join(relative(table, p) for p in result.orphans[:PATHS_SHOWN])}"
                         if result.orphans else ""))

@@ -333,7 +333,7 @@ def test_revenue_follows_the_orders_through_full_compactions(
     full_compaction(run_job, orders_target)  # the day's orders, as +I
     second = changes_of(consume_revenue(run_job))
     assert revenue_rows(catalog) == revenue_truth(live(orders))
-    assert second["snapshots_consumed"] == 1 and second["inserts"] == len(live(orders))
+    assert second["snapshots_read"] == 1 and second["inserts"] == len(live(orders))
     assert second["started_from"].startswith("saved progress")
     assert second["consumer_next"] == orders.latest_snapshot().id + 1
 
@@ -350,7 +350,7 @@ def test_revenue_follows_the_orders_through_full_compactions(
     kinds = Counter(changes.column("_row_kind").to_pylist())
     assert (third["inserts"], third["update_befores"], third["update_afters"], third["deletes"]) == (
         kinds["+I"], kinds["-U"], kinds["+U"], kinds["-D"])
-    assert third["snapshots_consumed"] == 1 and third["source_snapshots"] == compacted
+    assert third["snapshots_read"] == 1 and third["source_snapshots"] == compacted
     preview = third["preview"].records
     assert 0 < len(preview) <= 10 and {r.data["source_snapshot"] for r in preview} == {str(compacted)}
 
@@ -363,7 +363,7 @@ def test_revenue_follows_the_orders_through_full_compactions(
     assert (OTHER_DAY, "new") not in revenue_rows(catalog)
     # Nothing new: a run reads nothing and commits nothing.
     idle = changes_of(consume_revenue(run_job))
-    assert idle["snapshots_consumed"] == 0 and idle["commits"] == 0
+    assert idle["snapshots_read"] == 0 and idle["commits"] == 0
     # Every batch is one commit of the consumer, under its source snapshot's id, once.
     identifiers = consumer_commits(catalog)
     assert len(identifiers) == len(set(identifiers)) == 3
@@ -684,7 +684,7 @@ def test_a_users_own_consumer_spec_consumes_each_change_once(
     # Caught up: the sensor finds nothing unread, and a run commits nothing.
     assert "no unread snapshot has changes" in tick("1").skip_message
     idle = changes_of(runner(LEDGER_JOB))
-    assert (idle["snapshots_consumed"], idle["commits"]) == (0, 0) and ledger() == expected
+    assert (idle["snapshots_read"], idle["commits"]) == (0, 0) and ledger() == expected
     ledger_table = catalog.table(LEDGER)
     assert [(s.commit_user, s.commit_identifier) for s in ledger_table.snapshots()] == [
         (consumer_user("crm_account_ledger"), snapshot) for snapshot in (1, 2, 3)]

@@ -108,7 +108,7 @@ def observations(result: dg.ExecuteInProcessResult) -> list[dg.AssetObservation]
 
 
 def plain(metadata: Mapping[str, Any]) -> dict[str, Any]:
-    """Metadata values by name, the ``paimon/maintenance/`` namespace dropped."""
+    """Metadata values by name, the ``paimon/maint/`` namespace dropped."""
     return {key.removeprefix(keys.MAINTENANCE_PREFIX): value_of(value) for key, value in metadata.items()}
 
 

@@ -22,6 +22,7 @@ condition with a deadline sized for a busy 2-core machine.
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -221,6 +222,7 @@ def test_backfill_from_the_asset_page_runs_in_process(page: Page, dagster: LiveD
     ranged.press("Enter")
     expect(dialog).to_contain_text(f"{len(LOGS_DAYS)} partitions")
     screenshot("dialog")
+    clicked = time.monotonic()
     dialog.get_by_role("button", name="Launch backfill").click()
     toast = page.get_by_text(re.compile(r"Created backfill \w+"))
     expect(toast).to_be_visible()
@@ -232,6 +234,8 @@ def test_backfill_from_the_asset_page_runs_in_process(page: Page, dagster: LiveD
     runs = wait_succeeded(dagster, lambda: dagster.runs({"dagster/backfill": backfill_id}), count=len(LOGS_DAYS),
                           what=f"the {len(LOGS_DAYS)} runs of backfill {backfill_id}")
     assert sorted(r["tags"]["dagster/partition"] for r in runs) == LOGS_DAYS
+    print(f"\nclick to success: a {len(LOGS_DAYS)}-partition backfill from the asset page, "
+          f"{time.monotonic() - clicked:.1f} s")
 
     # The UI: the three days materialized, the other two missing.
     visit(page, dagster, "/assets/logs/events?view=partitions")
@@ -333,6 +337,15 @@ def test_orders_events_show_the_compaction_observation(page: Page, dagster: Live
                 keys.COMPACTION_CHANGELOG_ROWS, keys.COMPACTION_BUCKETS):
         expect(page.get_by_text(key, exact=True)).to_be_visible()
     expect(metadata_row(page, keys.COMPACTION_LEVEL0_FILES_AFTER)).to_contain_text("0")
+    # Every key fits its cell: the text's own width against the cell's (a longer key runs into its value).
+    overflowing = page.evaluate("""() => [...document.querySelectorAll('td')]
+        .filter(td => td.innerText.startsWith('paimon/'))
+        .filter(td => { const r = document.createRange(); r.selectNodeContents(td);
+                        const s = getComputedStyle(td);
+                        return r.getBoundingClientRect().width > td.clientWidth - parseFloat(s.paddingLeft)
+                               - parseFloat(s.paddingRight) + 1; })
+        .map(td => td.innerText)""")
+    assert overflowing == [], overflowing
     screenshot("observation")
 
     visit(page, dagster, "/assets/shop/orders")
@@ -391,8 +404,14 @@ def test_orders_health_is_current_after_the_sensors_compaction(page: Page, dagst
     assert re.match(r"at most 0 level-0 file\(s\) per bucket \(compaction at 5, stop-trigger 8\), 0 bytes of "
                     r"compaction debt; last compaction: snapshot \d+ at ", description), description
 
-    # The overview's status: the checks' latest results and the freshness policy's state.
+    # The orphan check was not evaluated by the write (it lists every directory): not a pass.
+    orphans = next(c for c in health["assetChecksOrError"]["checks"] if c["name"] == ORPHANS_CHECK)
+    assert (orphans["executionForLatestMaterialization"] or {}).get("status") != "SUCCEEDED", orphans
+
+    # The overview's status: the checks' latest results, the freshness policy's state and the
+    # table's row count (a primary-key table's, counted after the merge).
     visit(page, dagster, "/assets/shop/orders")
+    expect(page.get_by_text("Row count", exact=True)).to_be_visible()
     expect(page.get_by_text("Latest check results")).to_be_visible()
     expect(page.get_by_text("Fails if more than 26 hours since last materialization")).to_be_visible()
     expect(page.get_by_text("Passing").first).to_be_visible()
@@ -400,8 +419,77 @@ def test_orders_health_is_current_after_the_sensors_compaction(page: Page, dagst
     visit(page, dagster, f"/assets/shop/orders?view=checks&checkDetail={LEVEL0_CHECK}")
     expect(page.get_by_text(re.compile(r"last compaction: snapshot \d+ at")).first).to_be_visible()
     expect(page.get_by_text("compaction_trigger", exact=True)).to_be_visible()
+    checks_list = page.get_by_text(ORPHANS_CHECK, exact=True).first.locator("xpath=..")
+    expect(checks_list).not_to_contain_text("Succeeded")
     expect(page.get_by_text("last_compaction", exact=True)).to_be_visible()
     screenshot("level0-check")
+
+
+# ---- 5: the launchpad, and Execute on a check ------------------------------------------------------
+
+
+def launch_from_the_launchpad(page: Page, dagster: LiveDagster, job: str) -> tuple[str, float]:
+    """Launch ``job`` with the config its launchpad opens with; the run's id and the seconds from
+    the click to its success."""
+    before = {r["runId"] for r in dagster.runs(job=job)}
+    clicked = time.monotonic()
+    page.get_by_role("button", name="Launch run").click()
+
+    def launched() -> list[dict[str, Any]] | None:
+        runs = [r for r in dagster.runs(job=job) if r["runId"] not in before]
+        return runs or None
+
+    [run] = dagster.wait(launched, timeout=60, what=f"a run of {job} from the launchpad")
+    [done] = wait_succeeded(dagster, lambda: [r for r in dagster.runs(job=job) if r["runId"] == run["runId"]],
+                            count=1, what=f"the launchpad's run of {job}")
+    return str(done["runId"]), time.monotonic() - clicked
+
+
+def test_the_launchpad_opens_with_what_a_person_sets(page: Page, dagster: LiveDagster, screenshot: Screenshot,
+                                                      orders_compaction: dict[str, Any]) -> None:
+    """Maintenance opens as a dry run and compaction with only its partitions: the table is the job's
+    own, never typed; both launch and succeed as they open."""
+    expire_job = names.expire_job(ORDERS)
+    visit(page, dagster, f"/locations/{LOCATION}/jobs/{expire_job}/playground")
+    editor = page.locator(".CodeMirror").first
+    expect(editor).to_contain_text("dry_run: true")
+    expect(editor).not_to_contain_text("table:")
+    screenshot("expiry")
+    run_id, seconds = launch_from_the_launchpad(page, dagster, expire_job)
+    logs = "\n".join(dagster.run_logs(run_id))
+    assert "dry run, nothing deleted: " in logs, logs[-2000:]
+    print(f"\nclick to success: {expire_job} from its launchpad (dry run), {seconds:.1f} s")
+
+    compact_job = names.compaction_job(ORDERS)
+    visit(page, dagster, f"/locations/{LOCATION}/jobs/{compact_job}/playground")
+    editor = page.locator(".CodeMirror").first
+    expect(editor).to_contain_text("partitions")
+    expect(editor).not_to_contain_text("table:")
+    screenshot("compaction")
+    run_id, seconds = launch_from_the_launchpad(page, dagster, compact_job)
+    [run] = [r for r in dagster.runs(job=compact_job) if r["runId"] == run_id]
+    assert run["tags"][keys.COMPACTION_TAG] == ORDERS  # the per-table limit, launched without the sensor
+    print(f"click to success: {compact_job} from its launchpad, {seconds:.1f} s")
+
+
+def test_execute_on_a_check_records_a_new_evaluation(page: Page, dagster: LiveDagster, screenshot: Screenshot,
+                                                     orders_compaction: dict[str, Any]) -> None:
+    def latest_run() -> str | None:
+        health = asset_health(dagster, ["shop", "orders"])
+        check = next(c for c in health["assetChecksOrError"]["checks"] if c["name"] == RETENTION_CHECK)
+        execution = check["executionForLatestMaterialization"]
+        return execution["runId"] if execution else None
+
+    before = latest_run()
+    visit(page, dagster, f"/assets/shop/orders?view=checks&checkDetail={RETENTION_CHECK}")
+    clicked = time.monotonic()
+    page.get_by_role("button", name=re.compile(r"Execute$")).first.click()
+    dagster.wait(lambda: (latest_run() or before) != before or None, timeout=RUNS_TIMEOUT_S,
+                 what=f"{RETENTION_CHECK} to be evaluated again")
+    print(f"\nclick to success: Execute {RETENTION_CHECK}, {time.monotonic() - clicked:.1f} s")
+    visit(page, dagster, f"/assets/shop/orders?view=checks&checkDetail={RETENTION_CHECK}")
+    expect(page.get_by_text(re.compile(r"snapshot\(s\) retained, none overdue")).first).to_be_visible()
+    screenshot("evaluated")
 
 
 def test_orders_columns_stay_as_declared_after_a_run(page: Page, dagster: LiveDagster, screenshot: Screenshot,
