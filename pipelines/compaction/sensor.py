@@ -11,7 +11,9 @@ reaches the threshold, since only compactions into the max level produce their c
 run's tags say why (``paimon/trigger-reason``).
 
 The cursor is the last snapshot evaluated, and the run key is ``<db.table>@<snapshot>``, so one
-table state never launches two runs (of either job), even if the cursor is reset. While a
+table state never launches two runs (of either job), even if the cursor is reset, unless that
+run failed: then the state's run is requested again with backoff, a few times
+(:mod:`pipelines.compaction.retries`), so compaction resumes without a new commit. While a
 compaction run of the table (either job: both carry ``paimon/compaction=<db.table>``, which
 allows one at a time) waits in the queue, ticks skip: that run plans when it starts, so it will
 see the newer files anyway; so do ticks while a run follows the table (``follow_seconds``), as
@@ -25,6 +27,7 @@ Stop one in the UI (Automation) or with ``dagster sensor stop``; the state is ke
 # No `from __future__ import annotations`: Dagster reads the context and resource annotations
 # of decorated functions as real types when the decorator runs.
 
+import time
 import warnings
 from dataclasses import dataclass
 
@@ -35,12 +38,14 @@ from paimon_core.errors import DatabaseNotFoundError, TableNotFoundError
 from pipelines import names
 from pipelines.compaction.jobs import compaction_run_config, compaction_tags, full_compaction_run_config
 from pipelines.compaction.lsm import level0_threshold
+from pipelines.compaction.retries import RetryVerdict, failed_attempts, retry_key, retry_verdict
 from pipelines.instance_limits import ensure_pools
 from pipelines.target import TableTarget, sensor_interval_seconds
 from resources import PaimonCatalogResource
 from resources.keys import (
     COMPACTION_TAG,
     FOLLOW_TAG,
+    RETRY_TAG,
     TRIGGER_COMMITS_TAG,
     TRIGGER_LEVEL0_TAG,
     TRIGGER_REASON_TAG,
@@ -145,9 +150,16 @@ def evaluate(context: dg.SensorEvaluationContext, catalog: PaimonCatalogResource
     state = table.lsm_state()
     if state.snapshot_id is None:
         return dg.SkipReason(f"{spec.table} has no snapshot yet")
+    retry: RetryVerdict | None = None
     if context.cursor == str(state.snapshot_id):
-        return dg.SkipReason(f"{spec.table} snapshot {state.snapshot_id}, unchanged since the last tick: at most "
-                             f"{state.max_level0_files} level-0 file(s) per bucket, {state.debt_bytes:,} debt bytes")
+        unchanged = (f"{spec.table} snapshot {state.snapshot_id}, unchanged since the last tick: at most "
+                     f"{state.max_level0_files} level-0 file(s) per bucket, {state.debt_bytes:,} debt bytes")
+        failed = failed_attempts(context.instance, spec.table, state.snapshot_id)
+        if failed is None:
+            return dg.SkipReason(unchanged)
+        retry = retry_verdict(failed, now_s=time.time())
+        if not retry.due:
+            return dg.SkipReason(f"{unchanged}; {retry.message}")
     context.update_cursor(str(state.snapshot_id))
     threshold = level0_threshold(spec, table)
     request = decide(state, threshold=threshold, primary_key=bool(table.schema.primary_keys),
@@ -157,6 +169,8 @@ def evaluate(context: dg.SensorEvaluationContext, catalog: PaimonCatalogResource
                              f"level-0 file(s) per bucket, below the threshold {threshold}{schedule_note(state)}")
     why = " and ".join(("a full compaction is due" if r == REASON_FULL_DUE else
                         f"level 0 reached {threshold} files (worst {request.worst_level0})") for r in request.reasons)
+    if retry is not None:
+        why = f"{why}; {retry.message}"
     pending = pending_compaction(context.instance, spec.table)
     if pending is not None:
         return dg.SkipReason(f"{spec.table} snapshot {state.snapshot_id}: {why}, but {pending}")
@@ -173,8 +187,12 @@ def evaluate(context: dg.SensorEvaluationContext, catalog: PaimonCatalogResource
         tags[FOLLOW_TAG] = str(follow)
     if state.full_compaction_every is not None:
         tags[TRIGGER_COMMITS_TAG] = f"{state.commits_since_full}/{state.full_compaction_every}"
+    key = run_key(spec.table, state.snapshot_id)
+    if retry is not None:
+        key = retry_key(key, retry.attempt)
+        tags[RETRY_TAG] = str(retry.attempt)
     return dg.RunRequest(
-        run_key=run_key(spec.table, state.snapshot_id),
+        run_key=key,
         job_name=job_name,
         run_config=(full_compaction_run_config(spec, partitions=partitions) if full else
                     compaction_run_config(spec, partitions=partitions, follow_seconds=follow)),

@@ -12,6 +12,7 @@ import dataclasses
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -21,6 +22,7 @@ from conftest import ORDERS_JOB, ORDERS_PER_DAY
 
 import paimon_core as pc
 from pipelines import names
+from pipelines.compaction import retries
 from pipelines.compaction.jobs import (
     compaction_run_config,
     compaction_tags,
@@ -292,6 +294,36 @@ def test_sensor_waits_for_the_trigger_then_requests_one_run_per_state(
     assert "unchanged since the last tick: at most" in quiet
     [again] = sensor_tick(project_defs, instance, catalog).run_requests
     assert again.run_key == request.run_key
+
+
+def test_a_failed_compaction_is_requested_again_without_a_new_commit(
+        project_defs: dg.Definitions, instance: dg.DagsterInstance, catalog: PaimonCatalogResource,
+        orders: pc.Table, run_job: JobRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ingestion has stopped: the run requested for the last state fails (a data file unreadable
+    for a moment); the next ticks request it again after the backoff, and level 0 gets back down."""
+    ingest(orders, DAY, run_id="r1")
+    [request] = sensor_tick(project_defs, instance, catalog).run_requests
+    [split] = [s for s in orders.plan() if s.files][:1]
+    data_file = Path(orders.paths.root) / f"dt={DAY}" / f"bucket-{split.bucket}" / split.files[0].file_name
+    hidden = data_file.with_name(data_file.name + ".away")
+    data_file.rename(hidden)
+    failed = run_job(request.job_name, run_config=request.run_config, tags=dict(request.tags), raise_on_error=False)
+    assert not failed.success
+    hidden.rename(data_file)
+
+    waiting = sensor_tick(project_defs, instance, catalog, cursor=str(orders.latest_snapshot().id))
+    assert not waiting.run_requests
+    assert f"its run {failed.run_id} failed; retry 1 of 5 in " in waiting.skip_message
+    monkeypatch.setattr(retries, "RETRY_BASE_S", 0.0)
+    [retry] = sensor_tick(project_defs, instance, catalog, cursor=str(orders.latest_snapshot().id)).run_requests
+    assert retry.run_key == f"{request.run_key}/retry-1" and retry.tags[keys.RETRY_TAG] == "1"
+    assert retry.run_config == request.run_config
+
+    assert run_job(retry.job_name, run_config=retry.run_config, tags=dict(retry.tags)).success
+    assert level0_per_bucket(orders, DAY) == [0] * 4
+    # Compacted: nothing left to retry for that state (and the table has moved on).
+    quiet = sensor_tick(project_defs, instance, catalog, cursor=str(orders.latest_snapshot().id))
+    assert not quiet.run_requests and "unchanged since the last tick" in quiet.skip_message
 
 
 def test_sensor_skips_while_a_compaction_run_is_queued(project_defs: dg.Definitions, instance: dg.DagsterInstance,
