@@ -51,6 +51,8 @@ TRIGGER_REASON_TAG = "paimon/trigger-reason"
 TRIGGER_COMMITS_TAG = "paimon/trigger-commits-since-full"
 # Runs that keep compacting as writers commit (follow mode) say for how long.
 FOLLOW_TAG = "paimon/compaction-follow"
+# Dagster's per-run bound, enforced by the instance's run monitoring (pipelines.runtime_bounds).
+MAX_RUNTIME_TAG = "dagster/max_runtime"
 # A compaction run a sensor requested again after the run for the same table state failed: which retry.
 RETRY_TAG = "paimon/compaction-retry"
 # The consumer id a changes consumer's run reads as.

@@ -48,6 +48,7 @@ from pipelines.compaction.tasks import (
     run_task,
 )
 from pipelines.instance_limits import warn_about_gaps
+from pipelines.runtime_bounds import COMPACTION_DEFAULT_S, bound_tags
 from pipelines.target import TableTarget, TargetConfig, existing_table, job_metadata, resolve_target
 from resources import PaimonCatalogResource, keys
 from resources.keys import COMPACTION_TAG
@@ -270,8 +271,9 @@ def compaction_jobs(target: TableTarget, resources: Mapping[str, Any] = MappingP
     opens with only what a person chooses (which partitions, a full rewrite), and its compaction
     tag on every run, whoever launches it. ``resources``: those the
     jobs carry themselves (see :func:`pipelines.target.job_resources`)."""
-    # The job's name says what it does; its one tag is the per-table limit every run carries.
-    tags = compaction_tags(target.table)
+    # The job's name says what it does; its tags are the per-table limit every run carries and
+    # the default bound of a run launched without the sensor's (which sizes it to the work).
+    tags = {**compaction_tags(target.table), **bound_tags(COMPACTION_DEFAULT_S)}
     minor = minor_compaction.to_job(
         name=names.compaction_job(target.table), tags=tags, metadata=job_metadata(target),
         config={"ops": {"plan_compaction": {"config": {"partitions": [], "full": False}}}},

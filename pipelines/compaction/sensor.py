@@ -40,6 +40,7 @@ from pipelines.compaction.jobs import compaction_run_config, compaction_tags, fu
 from pipelines.compaction.lsm import level0_threshold
 from pipelines.compaction.retries import RetryVerdict, failed_attempts, retry_key, retry_verdict
 from pipelines.instance_limits import ensure_pools
+from pipelines.runtime_bounds import bound_tags, compaction_bound_s
 from pipelines.target import TableTarget, sensor_interval_seconds
 from resources import PaimonCatalogResource
 from resources.keys import (
@@ -185,6 +186,9 @@ def evaluate(context: dg.SensorEvaluationContext, catalog: PaimonCatalogResource
             TRIGGER_LEVEL0_TAG: str(request.worst_level0), TRIGGER_REASON_TAG: ",".join(request.reasons)}
     if follow:  # only runs that follow the writers say so (the Runs list shows every tag)
         tags[FOLLOW_TAG] = str(follow)
+    # Bounded by what it may rewrite: every file of the buckets of its partitions.
+    rewrite = sum(b.total_bytes for b in state.buckets if b.partition in request.partitions)
+    tags.update(bound_tags(compaction_bound_s(rewrite, follow_seconds=follow)))
     if state.full_compaction_every is not None:
         tags[TRIGGER_COMMITS_TAG] = f"{state.commits_since_full}/{state.full_compaction_every}"
     key = run_key(spec.table, state.snapshot_id)

@@ -42,6 +42,7 @@ from paimon_core.errors import DatabaseNotFoundError, TableNotFoundError
 from pipelines import names
 from pipelines.cron import current_ms, parse_time
 from pipelines.instance_limits import warn_about_gaps
+from pipelines.runtime_bounds import MAINTENANCE_S, bound_tags
 from pipelines.target import TableTarget, TargetConfig, existing_table, job_metadata, resolve_target
 from pipelines.verdicts import CheckOutcome
 from resources import PaimonCatalogResource
@@ -124,7 +125,7 @@ def maintenance_job(graph: dg.GraphDefinition, *, name: str, target: TableTarget
     tag on every run, whoever launches it."""
     return graph.to_job(name=name, executor_def=dg.in_process_executor, config=config, description=description,
                         resource_defs=dict(resources) or None, metadata=job_metadata(target),
-                        tags=maintenance_tags(target.table))
+                        tags={**maintenance_tags(target.table), **bound_tags(MAINTENANCE_S)})
 
 
 def maintenance_schedule(target: TableTarget, *, name: str, cron: str, job: dg.JobDefinition,

@@ -40,6 +40,7 @@ from pipelines.compaction.tasks import CompactionPlan, follow
 from pipelines.errors import TableDefinitionError
 from pipelines.factory import paimon_definitions
 from pipelines.maintenance.verdicts import ORPHANS_CHECK, RETENTION_CHECK
+from pipelines.runtime_bounds import COMPACTION_DEFAULT_S, COMPACTION_MIN_S, compaction_bound_s
 from pipelines.spec.declaration import PaimonTableSpec
 from pipelines.spec.parts import Column, Compaction, Ingestion, Partitions
 from pipelines.target import (
@@ -287,6 +288,9 @@ def test_sensor_waits_for_the_trigger_then_requests_one_run_per_state(
     assert request.tags[COMPACTION_TAG] == ORDERS_TABLE
     assert request.tags[keys.TRIGGER_LEVEL0_TAG] == "6"
     assert request.tags[keys.TRIGGER_REASON_TAG] == "level0"
+    # Bounded by what the run may rewrite: the bytes of DAY's buckets (small here: the minimum).
+    day_bytes = sum(b.total_bytes for b in orders.lsm_state().buckets if b.partition == f"dt={DAY}")
+    assert request.tags[keys.MAX_RUNTIME_TAG] == str(compaction_bound_s(day_bytes)) == str(COMPACTION_MIN_S)
     assert tick.cursor == str(latest)
     # The same state is evaluated once; evaluated again (cursor reset) it has the same run key,
     # so the daemon launches no second run for it.
@@ -779,4 +783,5 @@ def test_definitions_wire_sensors_jobs_and_checks(monkeypatch: pytest.MonkeyPatc
     for name in (COMPACTION_JOB, FULL_COMPACTION_JOB):
         job = defs.resolve_job_def(name)
         assert job.executor_def is dg.in_process_executor
-        assert job.tags == {COMPACTION_TAG: ORDERS_TABLE}  # every run of it, however launched; nothing else
+        # Every run of it, however launched: the table's limit, and a bound on how long it may run.
+        assert job.tags == {COMPACTION_TAG: ORDERS_TABLE, keys.MAX_RUNTIME_TAG: str(COMPACTION_DEFAULT_S)}

@@ -16,6 +16,7 @@ from pipelines.code_location import REPO_ROOT
 from pipelines.errors import TableDefinitionError
 from pipelines.factory import paimon_definitions
 from pipelines.maintenance.verdicts import ORPHANS_CHECK, RETENTION_CHECK
+from pipelines.runtime_bounds import MAINTENANCE_S
 from resources import keys
 from resources.keys import TABLE_TAG
 from tests.dagster.conftest import EVENTS_JOB, ORDERS_JOB, TOTALS_JOB
@@ -212,7 +213,8 @@ def test_a_scheduled_table_requests_the_day_that_just_ended(tmp_path: Path) -> N
 def test_every_table_has_its_maintenance_jobs_and_schedules(job_of: Any, schedule_of: Any, operation: str) -> None:
     for table in TABLES:
         job = defs.resolve_job_def(job_of(table))
-        assert job.tags == {keys.COMPACTION_TAG: table}  # one per table at a time, however launched
+        # One per table at a time however launched, failed by run monitoring past its bound.
+        assert job.tags == {keys.COMPACTION_TAG: table, keys.MAX_RUNTIME_TAG: str(MAINTENANCE_S)}
         assert {node.definition.tags[keys.OPERATION_TAG] for node in job.graph.nodes} == {operation}
         assert job.executor_def is dg.in_process_executor
         schedule = defs.resolve_schedule_def(schedule_of(table))
