@@ -40,8 +40,12 @@ def dagster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveDagster]:
     """The project's ``workspace.yaml`` served by a webserver and a daemon on a temp instance and
     warehouse (about 30 s to start); stopped, with every process it spawned, after the module."""
     root = tmp_path_factory.mktemp("ui")
-    deployment = LiveDagster(root, warehouse=str(root / "warehouse"),
-                             env={SENSOR_INTERVAL_ENV: str(SENSOR_INTERVAL_S)})
+    yield from served(LiveDagster(root, warehouse=str(root / "warehouse"),
+                                  env={SENSOR_INTERVAL_ENV: str(SENSOR_INTERVAL_S)}))
+
+
+def served(deployment: LiveDagster) -> Iterator[LiveDagster]:
+    """Start ``deployment``, yield it, and stop it with every process it spawned (a module fixture's body)."""
     try:
         deployment.start()
         yield deployment

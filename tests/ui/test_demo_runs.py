@@ -22,7 +22,7 @@ from pipelines.code_location import WAREHOUSE_ENV
 from pipelines.definitions import REPO_ROOT
 from resources import keys
 from tests.support.live_dagster import FINISHED, LOCATION, LiveDagster
-from tests.ui.conftest import Screenshot, skip_without_browser
+from tests.ui.conftest import Screenshot, served, skip_without_browser
 
 skip_without_browser()
 
@@ -42,8 +42,8 @@ RERUN_TIMEOUT_S = 300
 
 @pytest.fixture(scope="module")
 def dagster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveDagster]:
-    """The demo (two days of each table) run into a temp instance and warehouse, then a webserver and
-    a daemon on them. Sensors keep their default (stopped) interval: nothing but the test launches."""
+    """The demo (two days of logs, five of orders) run into a temp instance and warehouse, then a
+    webserver and a daemon on them (the sensors tick every 30 s; the demo left nothing for them)."""
     root = tmp_path_factory.mktemp("demo-runs")
     deployment = LiveDagster(root, warehouse=str(root / "warehouse"))
     deployment.home.mkdir(parents=True)
@@ -51,12 +51,7 @@ def dagster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveDagster]:
     demo = subprocess.run([sys.executable, "-m", "pipelines.demo", "--days", "2", "--order-days", "5"], check=False,
                           cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=DEMO_TIMEOUT_S)
     assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
-    try:
-        deployment.start()
-        yield deployment
-    finally:
-        deployment.stop()
-    assert not deployment.group_alive(), "a process of the deployment outlived stop()"
+    yield from served(deployment)
 
 
 def demo_runs(dagster: LiveDagster, job: str) -> list[str]:

@@ -428,6 +428,14 @@ def test_orders_health_is_current_after_the_sensors_compaction(page: Page, dagst
 # ---- 5: the launchpad, and Execute on a check ------------------------------------------------------
 
 
+def open_launchpad(page: Page, dagster: LiveDagster, job: str, *, showing: str) -> None:
+    """The job's launchpad, its config showing ``showing`` and never the table (the job's own)."""
+    visit(page, dagster, f"/locations/{LOCATION}/jobs/{job}/playground")
+    editor = page.locator(".CodeMirror").first
+    expect(editor).to_contain_text(showing)
+    expect(editor).not_to_contain_text("table:")
+
+
 def launch_from_the_launchpad(page: Page, dagster: LiveDagster, job: str) -> tuple[str, float]:
     """Launch ``job`` with the config its launchpad opens with; the run's id and the seconds from
     the click to its success."""
@@ -450,10 +458,7 @@ def test_the_launchpad_opens_with_what_a_person_sets(page: Page, dagster: LiveDa
     """Maintenance opens as a dry run and compaction with only its partitions: the table is the job's
     own, never typed; both launch and succeed as they open."""
     expire_job = names.expire_job(ORDERS)
-    visit(page, dagster, f"/locations/{LOCATION}/jobs/{expire_job}/playground")
-    editor = page.locator(".CodeMirror").first
-    expect(editor).to_contain_text("dry_run: true")
-    expect(editor).not_to_contain_text("table:")
+    open_launchpad(page, dagster, expire_job, showing="dry_run: true")
     screenshot("expiry")
     run_id, seconds = launch_from_the_launchpad(page, dagster, expire_job)
     logs = "\n".join(dagster.run_logs(run_id))
@@ -461,10 +466,7 @@ def test_the_launchpad_opens_with_what_a_person_sets(page: Page, dagster: LiveDa
     print(f"\nclick to success: {expire_job} from its launchpad (dry run), {seconds:.1f} s")
 
     compact_job = names.compaction_job(ORDERS)
-    visit(page, dagster, f"/locations/{LOCATION}/jobs/{compact_job}/playground")
-    editor = page.locator(".CodeMirror").first
-    expect(editor).to_contain_text("partitions")
-    expect(editor).not_to_contain_text("table:")
+    open_launchpad(page, dagster, compact_job, showing="partitions")
     screenshot("compaction")
     run_id, seconds = launch_from_the_launchpad(page, dagster, compact_job)
     [run] = [r for r in dagster.runs(job=compact_job) if r["runId"] == run_id]
