@@ -40,6 +40,7 @@ from pipelines.spec.declaration import PaimonTableSpec, check_unique
 from pipelines.spec.declared_once import check_declared_once
 from pipelines.spec.parts import Ingestion
 from pipelines.target import TableTarget, job_resources
+from pipelines.watchdog import Watched, watch_sensor
 from resources import PaimonCatalogResource, PaimonTableIOManager, keys
 from resources.catalog import checked_warehouse
 from resources.keys import CATALOG_KEY, IO_MANAGER_KEY
@@ -121,13 +122,15 @@ class Upkeep:
 
 def table_upkeep(spec: PaimonTableSpec, target: TableTarget, carried: Mapping[str, Any]) -> Upkeep:
     """Every table's own compaction and maintenance jobs, whether or not a sensor or schedule
-    launches them (the launchpad does, with the table's config and limit)."""
+    launches them (the launchpad does, with the table's config and limit), and its watchdog."""
     compaction = compaction_jobs(target, carried)
     maintenance = spec.maintenance
     expiry = expire_job(target, retain_min=maintenance.retain_min, retain_max=maintenance.retain_max,
                         max_deletes=maintenance.max_deletes, resources=carried)
     cleanup = orphans_job(target, carried)
-    upkeep = Upkeep([*compaction, expiry, cleanup], [], [])
+    watched = Watched(spec.table, spec.key, spec.partitions_def(),
+                      spec.ingestion.partition_runtime_s() if spec.ingestion else None)
+    upkeep = Upkeep([*compaction, expiry, cleanup], [watch_sensor(watched)], [])
     if spec.compaction.sensor:
         upkeep.sensors.append(compaction_sensor(target, compaction, interval_seconds=spec.compaction.interval_seconds,
                                                 full_job=spec.compaction.job == "full",

@@ -51,6 +51,11 @@ def compaction_sensor(table: str) -> str:
     return f"compact_{suffix(table)}_sensor"
 
 
+def watch_sensor(table: str) -> str:
+    """The sensor failing a run that holds the table past its bound (:mod:`pipelines.watchdog`)."""
+    return f"watch_{suffix(table)}_sensor"
+
+
 def compaction_job(table: str) -> str:
     """The job of the table's minor compactions (level 0 folded into the levels)."""
     return f"compact_{suffix(table)}_job"

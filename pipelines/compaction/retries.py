@@ -7,7 +7,8 @@ change, so without a retry level 0 would stay above the threshold until the next
 after a backfill's last partition or on a quiet night may never come. A tick that finds the
 table unchanged looks at the runs requested for that state: after a failure it asks again, with
 ``<run key>/retry-<n>`` (a new key, so Dagster launches it) once a backoff has passed, at most
-``RETRY_LIMIT`` times; a run a person canceled is not retried. The decision is pure
+``RETRY_LIMIT`` times; a run a person canceled is not retried (one canceled for running past its
+bound is: see :func:`ended_by_bound`). The decision is pure
 (:func:`retry_verdict`); :func:`failed_attempts` reads the runs.
 """
 
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 import dagster as dg
 
 from pipelines import names
-from resources.keys import COMPACTION_TAG, TRIGGER_SNAPSHOT_TAG
+from resources.keys import COMPACTION_TAG, MAX_RUNTIME_TAG, TRIGGER_SNAPSHOT_TAG
 
 # Runs of one table state a sensor requests again after failures, and the wait before the first
 # retry (doubling after each): 30 s, 1, 2, 4, 8 min, about a quarter of an hour in all.
@@ -67,17 +68,34 @@ def retry_verdict(failed: FailedAttempts, *, now_s: float, limit: int = RETRY_LI
                         f"{limit})")
 
 
+def ended_by_bound(record: dg.RunRecord) -> bool:
+    """Whether a canceled run was ended for running past its ``dagster/max_runtime`` bound: run
+    monitoring (and the watchdog) cancel a live run first, so it may end CANCELED, not FAILURE."""
+    run = record.dagster_run
+    if run.status != dg.DagsterRunStatus.CANCELED or MAX_RUNTIME_TAG not in run.tags:
+        return False
+    try:
+        bound = float(run.tags[MAX_RUNTIME_TAG])
+    except ValueError:
+        return False
+    start = record.start_time if record.start_time is not None else record.create_timestamp.timestamp()
+    end = record.end_time if record.end_time is not None else record.update_timestamp.timestamp()
+    return end - start >= bound
+
+
 def failed_attempts(instance: dg.DagsterInstance, table: str, snapshot_id: int) -> FailedAttempts | None:
-    """The failed compaction runs requested for ``table`` at ``snapshot_id``; None when there is none,
-    or when one of them succeeded or was canceled (nothing to retry)."""
+    """The failed compaction runs requested for ``table`` at ``snapshot_id`` (those ended for
+    their runtime bound included); None when there is none, or when one of them succeeded or a
+    person canceled one (nothing to retry)."""
     jobs = (names.compaction_job(table), names.full_compaction_job(table))
     records = instance.get_run_records(dg.RunsFilter(tags={COMPACTION_TAG: table,
                                                            TRIGGER_SNAPSHOT_TAG: str(snapshot_id)}),
                                        limit=RUNS_LOOKED_AT)
     runs = [r for r in records if r.dagster_run.job_name in jobs]
-    if any(r.dagster_run.status in (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.CANCELED) for r in runs):
+    failed = [r for r in runs if r.dagster_run.status == dg.DagsterRunStatus.FAILURE or ended_by_bound(r)]
+    if any(r.dagster_run.status in (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.CANCELED) and r not in failed
+           for r in runs):
         return None
-    failed = [r for r in runs if r.dagster_run.status == dg.DagsterRunStatus.FAILURE]
     if not failed:
         return None
     newest = max(failed, key=lambda r: r.end_time or r.create_timestamp.timestamp())

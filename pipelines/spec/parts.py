@@ -154,6 +154,10 @@ class Ingestion(dg.Resolvable):
         "none).")] = None
     warn_within: Annotated[str | None, doc("With fresh_within: Warn once no partition was written for this "
                                            "long (shorter than fresh_within).")] = None
+    partition_runtime: Annotated[str | None, doc(
+        "The longest writing one partition may take: the table's watchdog fails a run writing N partitions "
+        "once it has run N times this (its process presumably died with its host, and it holds the table's "
+        "writers' pool, so every later write would wait for it); '2 h', '30 min' (unset: never).")] = "2 h"
 
     def input_policy(self) -> InputPolicy:
         """What the table takes at its ingestion boundary, for every source."""
@@ -177,6 +181,10 @@ class Ingestion(dg.Resolvable):
         return dg.FreshnessPolicy.time_window(
             fail_window=timedelta(milliseconds=pc.parse_duration_ms(self.fresh_within)),
             warn_window=timedelta(milliseconds=pc.parse_duration_ms(warn)) if warn is not None else None)
+
+    def partition_runtime_s(self) -> float | None:
+        """``partition_runtime`` in seconds (checked at load), None when unset."""
+        return None if self.partition_runtime is None else pc.parse_duration_ms(self.partition_runtime) / 1000
 
     def resolved_function(self, table: str) -> Callable[..., Any] | None:
         """The callable, imported when given as ``"package.module:attr"``."""

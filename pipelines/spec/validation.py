@@ -208,7 +208,7 @@ def check_ingestion(spec: PaimonTableSpec) -> None:
         raise fail(table, "ingestion.executor_config", "given without ingestion.executor; name the executor")
     check_workers(spec)
     check_backfill(spec)
-    check_freshness(spec)
+    check_durations(spec)
     if ingestion.commit_every_rows < 0:
         raise fail(table, "ingestion.commit_every_rows", f"must be >= 0, got {ingestion.commit_every_rows}")
     if ingestion.extra_columns not in EXTRA_COLUMNS:
@@ -252,8 +252,9 @@ def check_workers(spec: PaimonTableSpec) -> None:
                     "step's index and count), or keep workers at 1")
 
 
-def check_freshness(spec: PaimonTableSpec) -> None:
-    """Durations Dagster's freshness policy takes: at least a minute, the warning before the failure."""
+def check_durations(spec: PaimonTableSpec) -> None:
+    """Durations Dagster's freshness policy takes (at least a minute, the warning before the failure),
+    and a partition's runtime bound (at least a minute)."""
     ingestion = spec.ingestion
     assert ingestion is not None
     windows: dict[str, int] = {}
@@ -268,6 +269,14 @@ def check_freshness(spec: PaimonTableSpec) -> None:
         if windows[name] < FRESHNESS_MIN_MS:
             raise fail(spec.table, f"ingestion.{name}", f"{text!r} is under a minute, the least Dagster's "
                        "freshness evaluates")
+    if ingestion.partition_runtime is not None:
+        try:
+            runtime = pc.parse_duration_ms(ingestion.partition_runtime)
+        except ValueError as exc:
+            raise fail(spec.table, "ingestion.partition_runtime", f"{exc}; e.g. '2 h', '30 min'") from None
+        if runtime < FRESHNESS_MIN_MS:
+            raise fail(spec.table, "ingestion.partition_runtime", f"{ingestion.partition_runtime!r} is under a "
+                       "minute: live writes would be failed as dead")
     if "warn_within" in windows:
         if "fresh_within" not in windows:
             raise fail(spec.table, "ingestion.warn_within", "given without ingestion.fresh_within, the window "

@@ -222,11 +222,11 @@ def test_every_table_has_its_maintenance_jobs_and_schedules(job_of: Any, schedul
         assert schedule.default_status == dg.DefaultScheduleStatus.RUNNING
 
 
-def test_every_table_has_a_compaction_sensor_and_the_revenue_a_changes_sensor() -> None:
+def test_every_table_has_a_compaction_sensor_and_a_watchdog_and_the_revenue_a_changes_sensor() -> None:
     sensors = {sensor.name: sensor for sensor in defs.sensors or []}
 
     assert set(sensors) == {names.compaction_sensor(table) for table in TABLES} | {
-        names.changes_sensor(REVENUE_TABLE)}
+        names.watch_sensor(table) for table in TABLES} | {names.changes_sensor(REVENUE_TABLE)}
     assert {s.default_status for s in sensors.values()} == {dg.DefaultSensorStatus.RUNNING}
     assert sensors[names.changes_sensor(REVENUE_TABLE)].job_name == REVENUE_JOB
 
