@@ -10,6 +10,7 @@ signature changes, before any run does. The step-execution body has a public fal
 from __future__ import annotations
 
 import importlib
+import json
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from types import FrameType
 from typing import Any
 
 import dagster as dg
+import grpc
 
 # The config checks of an executor's config at definition load (a bad `executor_config`
 # names the table and field then, not when a run starts).
@@ -34,6 +36,7 @@ from dagster._core.definitions.reconstruct import ReconstructableJob, Reconstruc
 
 # What `dg.define_asset_job` returns, for type hints of the ingestion job builders.
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
+from dagster._core.errors import DagsterUserCodeUnreachableError
 from dagster._core.execution.api import execute_run
 from dagster._core.execution.retries import RetryMode, get_retries_config
 from dagster._core.execution.tags import get_tag_concurrency_limits_config
@@ -44,8 +47,16 @@ from dagster._core.executor.step_delegating import (
     StepHandlerContext,
 )
 from dagster._core.remote_origin import RemoteJobOrigin, RemoteRepositoryOrigin
+
+# Whether a run's worker still runs (GRPC_INFO_TAG, DagsterGrpcClient, CanCancelExecution*,
+# deserialize_value, DagsterUserCodeUnreachableError): the code server that launched it (Dagster's
+# default run launcher starts run workers as its subprocesses and records where it listens on the
+# run) is asked whether it still executes the run.
+from dagster._core.storage.tags import GRPC_INFO_TAG
 from dagster._core.workspace.load import location_origins_from_yaml_paths
-from dagster._grpc.types import ExecuteStepArgs
+from dagster._grpc.client import DagsterGrpcClient
+from dagster._grpc.types import CanCancelExecutionRequest, CanCancelExecutionResult, ExecuteStepArgs
+from dagster._serdes import deserialize_value
 
 # Dagster's version the symbols below were checked against (the pin in pyproject.toml).
 CHECKED_WITH = "1.13.27"
@@ -101,6 +112,15 @@ INTERNALS: tuple[Internal, ...] = (
     Internal("dagster._core.execution.api", "execute_run",
              "execute a created run in this process, as a run worker does",
              "dg.execute_job (a run without origin)", ("job", "dagster_run", "instance", "raise_on_error")),
+    Internal("dagster._core.storage.tags", "GRPC_INFO_TAG",
+             "where the code server that launched a run listens (a hidden run tag)", "none"),
+    Internal("dagster._grpc.client", "DagsterGrpcClient", "ask that code server whether the run's worker runs",
+             "none; run monitoring's worker health check, which Dagster's default launcher lacks"),
+    Internal("dagster._grpc.types", "CanCancelExecutionRequest", "the question (by run id)", "none"),
+    Internal("dagster._grpc.types", "CanCancelExecutionResult", "the answer", "none"),
+    Internal("dagster._serdes", "deserialize_value", "read the answer", "none", ("val", "as_type", "whitelist_map")),
+    Internal("dagster._core.errors", "DagsterUserCodeUnreachableError", "the code server is not there",
+             "dg.DagsterError (too broad: a timeout is not an absence)"),
     Internal("dagster._cli.api", "_execute_step_command_body",
              "execute a step in the Dask worker's process (the body of `dagster api execute_step`)",
              "the `dagster api execute_step` command in a subprocess (used when this is gone)",
@@ -151,6 +171,25 @@ def run_of_code_location(instance: dg.DagsterInstance, workspace_file: Path, loc
     return execute_run(recon_job, run, instance)
 
 
+def run_worker_gone(run: dg.DagsterRun, *, timeout_s: int = 5) -> bool | None:
+    """Whether the worker of a run that Dagster's default run launcher started is gone: the code
+    server that launched it is not there any more (refused: it died, with its host or the whole
+    deployment), or it no longer executes the run. None when the run names no such server (other
+    launchers: their run monitoring checks worker health) or the server did not answer in time."""
+    info = run.tags.get(GRPC_INFO_TAG)
+    if not info:
+        return None
+    where = json.loads(info)
+    client = DagsterGrpcClient(port=where.get("port"), socket=where.get("socket"), host=where.get("host"),
+                               use_ssl=bool(where.get("use_ssl", False)))
+    try:
+        answer = client.can_cancel_execution(CanCancelExecutionRequest(run_id=run.run_id), timeout=timeout_s)
+    except DagsterUserCodeUnreachableError as error:
+        cause = error.__cause__
+        return isinstance(cause, grpc.RpcError) and cause.code() == grpc.StatusCode.UNAVAILABLE
+    return not deserialize_value(answer, CanCancelExecutionResult).can_cancel
+
+
 def calling_definitions() -> tuple[dg.ComponentLoadContext, str] | None:
     """The component load context of the ``@dg.definitions`` function this call is made in, and
     that function's file; None outside one (a plain ``definitions.py``, a test).
@@ -172,6 +211,7 @@ def calling_definitions() -> tuple[dg.ComponentLoadContext, str] | None:
 
 
 __all__ = [
+    "GRPC_INFO_TAG",
     "INTERNALS",
     "CheckStepHealthResult",
     "ExecuteStepArgs",
@@ -188,5 +228,6 @@ __all__ = [
     "multiple_process_executor_requirements",
     "resolve_to_config_type",
     "run_of_code_location",
+    "run_worker_gone",
     "validate_config",
 ]

@@ -85,13 +85,15 @@ def ended_by_bound(record: dg.RunRecord) -> bool:
 
 def failed_attempts(instance: dg.DagsterInstance, table: str, snapshot_id: int) -> FailedAttempts | None:
     """The failed compaction runs requested for ``table`` at ``snapshot_id`` (those ended for
-    their runtime bound included); None when there is none, or when one of them succeeded or a
-    person canceled one (nothing to retry)."""
+    their runtime bound included); None when there is none, when one of them succeeded or a person
+    canceled one (nothing to retry), or when one has not ended yet."""
     jobs = (names.compaction_job(table), names.full_compaction_job(table))
     records = instance.get_run_records(dg.RunsFilter(tags={COMPACTION_TAG: table,
                                                            TRIGGER_SNAPSHOT_TAG: str(snapshot_id)}),
                                        limit=RUNS_LOOKED_AT)
     runs = [r for r in records if r.dagster_run.job_name in jobs]
+    if any(not r.dagster_run.is_finished for r in runs):
+        return None  # one is on its way (Dagster's run retries relaunch a dead run with its tags)
     failed = [r for r in runs if r.dagster_run.status == dg.DagsterRunStatus.FAILURE or ended_by_bound(r)]
     if any(r.dagster_run.status in (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.CANCELED) and r not in failed
            for r in runs):

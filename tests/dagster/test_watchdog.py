@@ -4,6 +4,8 @@ overdue ones on a real instance (runs created STARTED, the clock moved instead o
 from __future__ import annotations
 
 import dataclasses
+import json
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +15,7 @@ import pytest
 from pipelines import names, watchdog
 from pipelines.compaction import retries
 from pipelines.compaction.jobs import compaction_tags
+from pipelines.dagster_internals import GRPC_INFO_TAG, run_worker_gone
 from pipelines.runtime_bounds import bound_tags
 from pipelines.watchdog import (
     CANCEL_GRACE_S,
@@ -114,11 +117,11 @@ def test_the_watchdog_fails_the_overdue_runs_of_its_table_and_names_it(
     assert {h.run_id: h.bound_s for h in runs_holding(instance, watched)} == {
         compaction.run_id: 900, ingestion.run_id: 3 * 2 * HOUR, page.run_id: 2 * HOUR}
 
-    quiet = watch(instance, watched, now_s=t0 + 60)
+    quiet = watch(instance, watched, now_s=t0 + 60).message
     assert "3 run(s) hold sales.orders, none past its bound" in quiet
     assert "this instance has no run_monitoring, so the watchdog alone fails dead runs" in quiet
 
-    first = watch(instance, watched, now_s=t0 + 901)
+    first = watch(instance, watched, now_s=t0 + 901).message
     assert f"failed {compaction.run_id} (it has run " in first
     status = {r.run_id: r.status for r in instance.get_runs()}
     assert status[compaction.run_id] == dg.DagsterRunStatus.FAILURE
@@ -133,7 +136,7 @@ def test_the_watchdog_fails_the_overdue_runs_of_its_table_and_names_it(
     assert "(1 partition(s) x ingestion.partition_runtime 7200 s)" in logs(instance, page.run_id)
     watch(instance, watched, now_s=t0 + 6 * HOUR + 1)
     assert instance.get_run_by_id(ingestion.run_id).status == dg.DagsterRunStatus.FAILURE  # type: ignore[union-attr]
-    assert watch(instance, watched, now_s=t0 + 7 * HOUR).startswith("no run holds sales.orders")
+    assert watch(instance, watched, now_s=t0 + 7 * HOUR).message.startswith("no run holds sales.orders")
 
 
 def test_under_run_monitoring_the_watchdog_leaves_a_tagged_run_to_it_for_a_grace(
@@ -142,7 +145,7 @@ def test_under_run_monitoring_the_watchdog_leaves_a_tagged_run_to_it_for_a_grace
     run = started(monitored, project_defs, names.compaction_job(ORDERS_TABLE),
                   {**compaction_tags(ORDERS_TABLE), **bound_tags(900)})
     [holder] = runs_holding(monitored, watched)
-    assert "no run_monitoring" not in watch(monitored, watched, now_s=holder.started_s + 901)
+    assert "no run_monitoring" not in watch(monitored, watched, now_s=holder.started_s + 901).message
     assert monitored.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.STARTED  # type: ignore[union-attr]
     watch(monitored, watched, now_s=holder.started_s + 901 + MONITOR_GRACE_S)
     assert monitored.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.FAILURE  # type: ignore[union-attr]
@@ -168,3 +171,27 @@ def test_every_table_gets_its_watchdog_sensor(project_defs: dg.Definitions) -> N
     sensors = {s.name for s in project_defs.sensors or ()}
     assert {names.watch_sensor(ORDERS_TABLE), names.watch_sensor(EVENTS_TABLE)} <= sensors
     assert watchdog.RUNS_LOOKED_AT >= 100
+
+
+def test_a_run_whose_code_server_is_gone_is_failed_on_the_second_tick_whatever_its_bound(
+        project_defs: dg.Definitions, instance: dg.DagsterInstance) -> None:
+    """The whole deployment went down with the run and came back: the code server that launched
+    the run no longer listens, so the run is dead long before its bound."""
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    where = {GRPC_INFO_TAG: json.dumps({"host": "127.0.0.1", "port": port, "socket": None})}
+    dead = started(instance, project_defs, names.compaction_job(ORDERS_TABLE),
+                   {**compaction_tags(ORDERS_TABLE), **bound_tags(3600), **where})
+    unknown = started(instance, project_defs, names.compaction_job(EVENTS_TABLE),
+                      {**compaction_tags(EVENTS_TABLE), **bound_tags(3600)})
+    assert run_worker_gone(dead) is True and run_worker_gone(unknown) is None  # no server named: not judged
+    watched = orders_watched()
+
+    first = watch(instance, watched)
+    assert first.gone == {dead.run_id} and "1 whose worker looks gone (failed if still so next tick)" in first.message
+    assert instance.get_run_by_id(dead.run_id).status == dg.DagsterRunStatus.STARTED  # type: ignore[union-attr]
+    second = watch(instance, watched, seen_gone=first.gone)
+    assert f"failed {dead.run_id} (its worker is gone" in second.message and not second.gone
+    assert instance.get_run_by_id(dead.run_id).status == dg.DagsterRunStatus.FAILURE  # type: ignore[union-attr]
+    assert "its worker is gone (the code server that launched it does not run it" in logs(instance, dead.run_id)
