@@ -40,6 +40,7 @@ from pipelines.compaction.tasks import (
     PartitionTask,
     commit_tasks,
     compaction_metadata,
+    complete,
     follow,
     mapping_key,
     observation,
@@ -124,7 +125,7 @@ def plan(context: dg.OpExecutionContext, paimon_catalog: PaimonCatalogResource, 
                      f"{len(tasks)} step(s), " + ("one commit at the end" if once else "a commit per step"))
     yield dg.Output(CompactionPlan(resolved, full, state.snapshot_id, state.max_level0_files,
                                    state.debt_bytes, partitions, tuple(target.partitions), level0_threshold,
-                                   follow_seconds, idle_seconds, once),
+                                   follow_seconds, idle_seconds, once, tuple(tasks)),
                     output_name="plan", metadata=state_metadata(state))
     for index, task in enumerate(tasks):
         where = task.partition if per_step == 0 else f"{task.partition} b{task.buckets[0]}"
@@ -166,10 +167,13 @@ def compact_partition(context: dg.OpExecutionContext, paimon_catalog: PaimonCata
 def commit_compaction(context: dg.OpExecutionContext, paimon_catalog: PaimonCatalogResource, plan: CompactionPlan,
                       compacted: list[PartitionCompaction]) -> list[PartitionCompaction]:
     """With ``commit_once``, commit every step's prepared compaction as one COMPACT snapshot (exactly
-    once per root run); otherwise the steps committed already and this passes their results on."""
+    once per root run); otherwise the steps committed already and this passes their results on.
+    Planned steps without a result (see ``complete``) are done here first."""
+    table = paimon_catalog.table(plan.target.table)
+    compacted = complete(context, table, plan, compacted)
     if not plan.commit_once:
         return compacted
-    return commit_tasks(context, paimon_catalog.table(plan.target.table), plan.target, compacted)
+    return commit_tasks(context, table, plan.target, compacted)
 
 
 # ---- report ---------------------------------------------------------------------------------

@@ -44,6 +44,7 @@ class PartitionTask:
     full: bool
     level0_files: tuple[int, ...]  # per bucket, when planned
     commit: bool = True  # False: only prepare; the run commits every task at its end
+    index: int = 0  # its place in the run's plan
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +61,7 @@ class PartitionCompaction(pc.BucketTotals):
     # commit_once: the task's prepared compaction (PreparedCommit bytes), until the run commits it
     prepared: bytes | None = None
     peak_rss_mib: float = 0.0  # of the process the step ran in, when it finished
+    task: int = 0  # the index of the task it did
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +79,7 @@ class CompactionPlan:
     follow_seconds: int = 0
     idle_seconds: int = 10
     commit_once: bool = False
+    tasks: tuple[PartitionTask, ...] = ()  # what the run fanned out
 
 
 # ---- planning -------------------------------------------------------------------------------
@@ -101,13 +104,13 @@ def plan_tasks(state: pc.LsmState, target: TableTarget, *, full: bool, level0_th
     for bucket in state.buckets:
         if needs_work(bucket, full=full, level0_threshold=level0_threshold):
             by_partition.setdefault(bucket.partition, []).append(bucket)
-    tasks = []
+    tasks: list[PartitionTask] = []
     for partition, buckets in sorted(by_partition.items()):
         size = buckets_per_step or len(buckets)
         for start in range(0, len(buckets), size):
             group = buckets[start:start + size]
             tasks.append(PartitionTask(target, partition, tuple(b.bucket for b in group), full,
-                                       tuple(b.level0_files for b in group), commit))
+                                       tuple(b.level0_files for b in group), commit, len(tasks)))
     return tasks
 
 
@@ -192,7 +195,25 @@ def prepare_task(context: dg.OpExecutionContext, table: pc.Table, task: Partitio
     return PartitionCompaction(table=task.target.table, partition=task.partition, snapshot_id=None, conflicts=0,
                                skipped=False, buckets=prepared.reports, duration_s=time.monotonic() - started,
                                prepared=prepared.to_bytes() if not prepared.empty else None,
-                               peak_rss_mib=peak_rss_mib())
+                               peak_rss_mib=peak_rss_mib(), task=task.index)
+
+
+def complete(context: dg.OpExecutionContext, table: pc.Table, plan: CompactionPlan,
+             done: list[PartitionCompaction]) -> list[PartitionCompaction]:
+    """The results of every task the run planned, doing here the ones that have none.
+
+    A re-execution from failure (Dagster's run retries, or "Re-execute from failure") runs the
+    fanned-out steps that failed, not those its killed parent never started: their results are
+    simply absent, and the run would end with those partitions left uncompacted.
+    """
+    have = {d.task for d in done}
+    missing = [task for task in plan.tasks if task.index not in have]
+    if not missing:
+        return done
+    context.log.warning(f"{table.name}: {len(missing)} planned step(s) have no result (a re-execution from failure "
+                        "runs only the steps that failed, not those that never started): doing them here, "
+                        f"partitions {sorted({t.partition for t in missing})}")
+    return [*done, *((run_task if task.commit else prepare_task)(context, table, task) for task in missing)]
 
 
 def commit_tasks(context: dg.OpExecutionContext, table: pc.Table, target: TableTarget,
@@ -265,7 +286,7 @@ def run_task(context: dg.OpExecutionContext, table: pc.Table, task: PartitionTas
         table=task.target.table, partition=task.partition,
         snapshot_id=result.snapshot_id if result is not None else None, conflicts=conflicts,
         skipped=result is None, buckets=result.buckets if result is not None else (),
-        duration_s=time.monotonic() - started, peak_rss_mib=peak_rss_mib())
+        duration_s=time.monotonic() - started, peak_rss_mib=peak_rss_mib(), task=task.index)
     if result is None:
         context.log.warning(f"{task.target.table} partition {task.partition!r}: every attempt conflicted with a "
                             "concurrent commit; left for the next compaction run")

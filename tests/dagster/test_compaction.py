@@ -36,7 +36,7 @@ from pipelines.compaction.lsm import (
     partition_spec,
 )
 from pipelines.compaction.sensor import evaluate, run_key
-from pipelines.compaction.tasks import CompactionPlan, follow
+from pipelines.compaction.tasks import CompactionPlan, complete, follow, plan_tasks, run_task
 from pipelines.errors import TableDefinitionError
 from pipelines.factory import paimon_definitions
 from pipelines.maintenance.verdicts import ORPHANS_CHECK, RETENTION_CHECK
@@ -328,6 +328,24 @@ def test_a_failed_compaction_is_requested_again_without_a_new_commit(
     # Compacted: nothing left to retry for that state (and the table has moved on).
     quiet = sensor_tick(project_defs, instance, catalog, cursor=str(orders.latest_snapshot().id))
     assert not quiet.run_requests and "unchanged since the last tick" in quiet.skip_message
+
+
+def test_planned_steps_without_a_result_are_done_by_the_commit_step(orders: pc.Table, target: TableTarget) -> None:
+    """A re-execution from failure of a killed run runs the fanned-out steps that failed, not those
+    that never started: the commit step does those, so no planned partition is left out."""
+    ingest(orders, DAY, run_id="r1")
+    ingest(orders, OTHER_DAY, run_id="r2")
+    state = orders.lsm_state()
+    tasks = plan_tasks(state, target, full=False, level0_threshold=1)
+    assert [t.index for t in tasks] == [0, 1] and len({t.partition for t in tasks}) == 2
+    plan = CompactionPlan(target, False, state.snapshot_id, state.max_level0_files, state.debt_bytes, 2,
+                          tasks=tuple(tasks))
+    context = dg.build_op_context()
+    first = run_task(context, orders, tasks[0])  # the one step the re-execution ran
+    done = complete(context, orders, plan, [first])
+    assert [d.task for d in done] == [0, 1] and all(d.snapshot_id is not None for d in done)
+    assert level0_per_bucket(orders, DAY) == level0_per_bucket(orders, OTHER_DAY) == [0] * 4
+    assert complete(context, orders, plan, done) == done  # nothing missing: nothing done
 
 
 def test_sensor_skips_while_a_compaction_run_is_queued(project_defs: dg.Definitions, instance: dg.DagsterInstance,

@@ -30,12 +30,12 @@ import pytest
 
 import paimon_core as pc
 from pipelines import names
-from pipelines.compaction.jobs import full_compaction_run_config
+from pipelines.compaction.jobs import compaction_run_config, full_compaction_run_config
 from pipelines.definitions import REPO_ROOT
 from pipelines.maintenance.expiry import expire_run_config
 from pipelines.maintenance.orphans import orphans_run_config
 from pipelines.target import SENSOR_INTERVAL_ENV
-from resources.keys import COMPACTION_TAG
+from resources.keys import COMPACTION_TAG, MAX_RUNTIME_TAG
 from tests.dagster.test_compaction_live import create_orders, report, sorted_rows
 from tests.support.fixture_project.data import order_changes
 from tests.support.fixture_project.definitions import CODE_LOCATION, WORKSPACE
@@ -153,6 +153,8 @@ def test_killed_workers_are_retried_and_commit_exactly_once(tmp_path: Path) -> N
         assert dagster.config["run_retries"] == {"enabled": True, "max_retries": 2,
                                                  "retry_on_asset_or_op_failure": False}
         job = names.ingestion_job(ORDERS_TABLE)
+        # Compactions are launched by hand here, to kill one that has work to do.
+        dagster.stop_sensor(names.compaction_sensor(ORDERS_TABLE))
 
         # 1. Ingestion: killed right after its second chunk commit landed.
         first = dagster.launch_run(job, tags={"dagster/partition": DAYS[0]})
@@ -175,8 +177,6 @@ def test_killed_workers_are_retried_and_commit_exactly_once(tmp_path: Path) -> N
                              chunk_commits(pc.Catalog(warehouse).get_table(ORDERS_TABLE)).values()),
                      timeout=SETTLE_TIMEOUT_S, what="the second day")
         compact_job = names.full_compaction_job(ORDERS_TABLE)
-        dagster.wait(lambda: all(r["status"] in FINISHED for r in dagster.runs({COMPACTION_TAG: ORDERS_TABLE})),
-                     timeout=SETTLE_TIMEOUT_S, what="the sensor's compactions to end")
         launched = time.time()
         compaction = dagster.launch_run(compact_job, run_config=full_compaction_run_config(spec(ORDERS_TABLE).target()))
         killed_at = kill_worker_when(dagster, compaction, lambda: files_written_after(root, launched))
@@ -218,3 +218,96 @@ def test_killed_workers_are_retried_and_commit_exactly_once(tmp_path: Path) -> N
             table.read(snapshot_id=snapshot.id)
     assert pc.Catalog(warehouse).get_table(EVENTS_TABLE).read().sort_by("ts").equals(rows_before)
     report("Faults: run workers SIGKILLed, retried by run_retries", figures)
+
+
+# ---- the daemon, then the whole deployment ---------------------------------------------------------
+
+
+def kill_mid_tick(dagster: LiveDagster, log: Path, *, timeout: float = 60) -> float:
+    """SIGKILL the daemon process (not its code server) while a sensor evaluates: its log's last
+    sensor line says it is checking one; when (epoch seconds)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with log.open("rb") as text:
+            text.seek(max(0, log.stat().st_size - 4096))
+            lines = [line for line in text.read().decode(errors="replace").splitlines() if "SensorDaemon" in line]
+        if lines and "Checking for new runs for sensor" in lines[-1]:
+            dagster.kill("daemon", group=False)
+            return time.time()
+        time.sleep(0.002)
+    raise TimeoutError("no sensor tick in progress seen")
+
+
+def sensor_runs(dagster: LiveDagster) -> list[dict[str, Any]]:
+    return [r for r in dagster.runs(limit=500) if "dagster/sensor_name" in r["tags"]]
+
+
+def test_a_killed_daemon_and_a_crashed_deployment_leave_no_table_blocked(tmp_path: Path) -> None:
+    warehouse = str(tmp_path / "warehouse")
+    figures: list[str] = []
+    orders_job = names.ingestion_job(ORDERS_TABLE)
+    with live_dagster(tmp_path, warehouse=warehouse, env=ENV, location=LOCATION,
+                      instance_overrides=OVERRIDES) as dagster:
+        # 1. The daemon SIGKILLed while its sensors tick (every 2 s, a dozen sensors) and a day's
+        # ingestion commits; its code server and runs live on. Restarted, the sensors go on from
+        # their cursors and the compaction the commits made due is launched once.
+        first = dagster.launch_run(orders_job, tags={"dagster/partition": DAYS[0]})
+        killed_at = kill_mid_tick(dagster, tmp_path / "daemon.log")
+        dagster.restart("daemon")
+        back_at = time.time()
+        assert ended(dagster, first)["status"] == "SUCCESS"
+
+        def compacted() -> bool:
+            state = pc.Catalog(warehouse).get_table(ORDERS_TABLE).lsm_state()
+            runs = dagster.runs({COMPACTION_TAG: ORDERS_TABLE})
+            ticks = dagster.sensor(names.compaction_sensor(ORDERS_TABLE))["sensorState"]["ticks"]
+            return (any(t["timestamp"] > back_at for t in ticks) and bool(runs)
+                    and all(r["status"] in FINISHED for r in runs) and not state.full_compaction_due)
+
+        dagster.wait(compacted, timeout=SETTLE_TIMEOUT_S, what="the due full compaction after the daemon restart")
+        recovered = time.time()
+        ticks = dagster.sensor(names.compaction_sensor(ORDERS_TABLE), ticks=200)["sensorState"]["ticks"]
+        after_restart = [t["timestamp"] for t in ticks if t["timestamp"] > back_at]
+        assert after_restart, "no tick after the restart"
+        keys = [r["tags"]["dagster/run_key"] for r in sensor_runs(dagster) if "dagster/run_key" in r["tags"]]
+        assert len(keys) == len(set(keys)), keys  # no run key launched twice
+        full = [r for r in dagster.runs({COMPACTION_TAG: ORDERS_TABLE})
+                if r["jobName"] == names.full_compaction_job(ORDERS_TABLE)]
+        assert {r["status"] for r in full} == {"SUCCESS"}
+        figures.append(f"- daemon SIGKILLed mid-tick; the sensor ticked again {min(after_restart) - killed_at:.1f} s "
+                       f"after the kill; the due full "
+                       f"compaction done {recovered - killed_at:.1f} s after the kill ({len(full)} run(s), "
+                       f"run keys unique)")
+
+        # 2. The whole deployment SIGKILLed (webserver, daemon, code servers, run workers) while a
+        # compaction run follows the table, then started again: the watchdog finds the run's
+        # worker gone and fails it, and the table compacts again.
+        assert ended(dagster, dagster.launch_run(orders_job, tags={"dagster/partition": DAYS[1]}))["status"] \
+            == "SUCCESS"
+        config = compaction_run_config(spec(ORDERS_TABLE).target(), follow_seconds=20)
+        config["ops"]["plan_compaction"]["config"]["idle_seconds"] = 20
+        following = dagster.launch_run(names.compaction_job(ORDERS_TABLE), run_config=config)
+        kill_worker_when(dagster, following, lambda: status(dagster, following) == "STARTED", timeout=SETTLE_TIMEOUT_S)
+        crashed_at = time.time()
+        dagster.kill()
+        dagster.restart()
+        restarted_at = time.time()
+        failed = ended(dagster, following)
+        failed_at = time.time()
+        assert failed["status"] == "FAILURE"
+        logs = "\n".join(dagster.run_logs(following))
+        assert (f"paimon watchdog: failing compaction run {following} ({names.compaction_job(ORDERS_TABLE)}) holding "
+                f"{ORDERS_TABLE}'s compaction slot: its worker is gone") in logs, logs[-3000:]
+        retry = retried(dagster, following)
+        figures.append(f"- whole deployment SIGKILLed during a following compaction, restarted in "
+                       f"{restarted_at - crashed_at:.1f} s; its run failed by the watchdog "
+                       f"{failed_at - crashed_at:.1f} s after the crash (its bound: "
+                       f"{failed['tags'][MAX_RUNTIME_TAG]} s), its retry done "
+                       f"{retry['endTime'] - crashed_at:.1f} s after")
+        after = dagster.launch_run(names.full_compaction_job(ORDERS_TABLE),
+                                   run_config=full_compaction_run_config(spec(ORDERS_TABLE).target()))
+        assert ended(dagster, after)["status"] == "SUCCESS"
+    orders = pc.Catalog(warehouse).get_table(ORDERS_TABLE)
+    assert sorted_rows(orders).equals(sorted_rows(reference(tmp_path, DAYS[:2])))
+    assert orders.lsm_state().max_level0_files == 0
+    report("Faults: the daemon killed mid-tick, the whole deployment crashed", figures)

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import psutil
 import yaml
 
 from pipelines.code_location import REPO_ROOT, WAREHOUSE_ENV
@@ -85,11 +86,41 @@ class LiveDagster:
         self.home.mkdir(parents=True, exist_ok=True)
         (self.home / "dagster.yaml").write_text(yaml.safe_dump(self.config))
         self._create_storage()
+        for name in ("webserver", "daemon"):
+            self._spawn(name, self._command(name))
+        self.wait_ready(timeout)
+
+    def _command(self, name: str) -> list[str]:
         bin_dir = Path(sys.executable).parent
         workspace = str(self.location.workspace)
-        self._spawn("webserver", [str(bin_dir / "dagster-webserver"), "-w", workspace,
-                                  "-h", "127.0.0.1", "-p", str(self.port)])
-        self._spawn("daemon", [str(bin_dir / "dagster-daemon"), "run", "-w", workspace])
+        if name == "webserver":
+            return [str(bin_dir / "dagster-webserver"), "-w", workspace, "-h", "127.0.0.1", "-p", str(self.port)]
+        return [str(bin_dir / "dagster-daemon"), "run", "-w", workspace]
+
+    def kill(self, name: str | None = None, *, group: bool = True) -> None:
+        """SIGKILL the ``name`` process (``webserver`` or ``daemon``; None: both, a host crash),
+        with its group (the code servers and run workers it started) unless ``group`` is false."""
+        for process in list(self.processes):
+            if name is not None and not process.args[0].endswith(f"dagster-{name}"):  # type: ignore[index]
+                continue
+            # Its descendants too: a code server may lead a session of its own.
+            descendants = psutil.Process(process.pid).children(recursive=True) if group else []
+            with contextlib.suppress(ProcessLookupError):
+                if group:
+                    os.killpg(process.pid, signal.SIGKILL)
+                os.kill(process.pid, signal.SIGKILL)
+            for child in descendants:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    child.kill()
+            process.wait(timeout=10)
+            self.processes.remove(process)
+
+    def restart(self, name: str | None = None, *, timeout: float = START_TIMEOUT_S) -> None:
+        """Start again what ``kill`` stopped (the same instance, warehouse and port)."""
+        running = {Path(str(p.args[0])).name for p in self.processes}  # type: ignore[index]
+        for each in ("webserver", "daemon") if name is None else (name,):
+            if f"dagster-{each}" not in running:
+                self._spawn(each, self._command(each))
         self.wait_ready(timeout)
 
     def _create_storage(self) -> None:
@@ -104,7 +135,7 @@ class LiveDagster:
             instance.dispose()
 
     def _spawn(self, name: str, command: list[str]) -> None:
-        log = (self.root / f"{name}.log").open("wb")
+        log = (self.root / f"{name}.log").open("ab")  # a restart appends
         try:
             # A new session: the process leads its own group, so stop() reaches its children.
             self.processes.append(subprocess.Popen(command, cwd=REPO_ROOT, env=self.env, stdout=log,
@@ -292,6 +323,18 @@ class LiveDagster:
         if result["__typename"] != "Sensor":
             raise RuntimeError(f"sensor query failed: {result}")
         return dict(result)
+
+    def stop_sensor(self, name: str) -> None:
+        """Stop a sensor, as its toggle in the UI does."""
+        data = self.graphql("""
+            query($selector: SensorSelector!) { sensorOrError(sensorSelector: $selector) { ... on Sensor { id } } }""",
+            {"selector": {"repositoryName": REPOSITORY, "repositoryLocationName": self.location.name,
+                          "sensorName": name}})
+        result = self.graphql("""
+            mutation($id: String) { stopSensor(id: $id) { __typename ... on PythonError { message } } }""",
+            {"id": data["sensorOrError"]["id"]})["stopSensor"]
+        if result["__typename"] != "StopSensorMutationResult":
+            raise RuntimeError(f"sensor {name} not stopped: {result}")
 
     def wait(self, predicate: Any, *, timeout: float, interval: float = 1.0, what: str = "condition") -> Any:
         """``wait_for`` that fails at once when a process died, and shows the logs on a timeout."""
