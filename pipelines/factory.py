@@ -33,6 +33,7 @@ from pipelines.ingestion.changes import changes_sensor
 from pipelines.ingestion.data_checks import data_check
 from pipelines.ingestion.fanout import fanned_asset
 from pipelines.ingestion.landing_sensor import landing_sensor
+from pipelines.instance_limits import instance_check, warn_at_load
 from pipelines.maintenance.checks import maintenance_checks
 from pipelines.maintenance.expiry import expire_job, expire_schedule
 from pipelines.maintenance.orphans import orphans_job, orphans_schedule
@@ -106,9 +107,9 @@ def asset_keys(asset: dg.AssetsDefinition | dg.AssetSpec) -> set[dg.AssetKey]:
 
 
 def table_checks(spec: PaimonTableSpec, target: TableTarget) -> list[dg.AssetChecksDefinition]:
-    """The table's LSM and maintenance checks, and its data check when the spec declares one."""
+    """The table's LSM, maintenance and instance checks, and its data check when the spec declares one."""
     data = [data_check(spec, target)] if spec.checks is not None else []
-    return [*data, *lsm_checks(target), *maintenance_checks(target)]
+    return [*data, *lsm_checks(target), *maintenance_checks(target), instance_check(target.asset_key, target.table)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +176,7 @@ def paimon_definitions(specs: Sequence[PaimonTableSpec], *, warehouse: str | Non
     specs = list(specs)
     check_unique(specs)
     check_catalog_name(catalog_name)
+    warn_at_load()
     if catalog is None:
         if warehouse is None:
             raise TableDefinitionError("paimon_definitions needs warehouse= (a path or fsspec URL) or catalog=")

@@ -15,6 +15,7 @@ LEVEL0_CHECK = "level0_below_stop_trigger"
 SMALL_FILES_CHECK = "small_files"
 RETENTION_CHECK = "snapshots_within_retention"
 ORPHANS_CHECK = "no_orphan_files"
+INSTANCE_CHECK = "instance_settings"
 
 # The concurrency pool of a table's writers is this prefix and the table (``dagster.yaml`` gives
 # every pool with it one slot).

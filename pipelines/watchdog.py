@@ -22,7 +22,8 @@ runs past their ``dagster/max_runtime`` tag (:mod:`pipelines.runtime_bounds`); t
 
 It asks the run's process to stop first (a live but hung run) and then marks the run failed,
 writing why into the run's own log. The decisions are pure (:func:`overdue`); the table's
-``watch_<db>_<table>_sensor`` runs them every tick.
+``watch_<db>_<table>_sensor`` runs them every tick, and records the table's ``instance_settings``
+check whenever what the instance lacks changes.
 """
 
 # No `from __future__ import annotations`: Dagster reads the context annotation of the decorated
@@ -32,11 +33,14 @@ import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import dagster as dg
 
 from pipelines import names
+from pipelines.cron import age_text
 from pipelines.dagster_internals import run_worker_gone
+from pipelines.instance_limits import InstanceSettings, instance_outcome
 from pipelines.target import sensor_interval_seconds
 from resources.keys import COMPACTION_TAG, MAX_RUNTIME_TAG, TABLE_TAG
 
@@ -157,6 +161,24 @@ def describe(run: HeldRun, table: str) -> str:
     return f"{run.role} run {run.run_id} ({run.job_name}) holding {table}'s {what}"
 
 
+def slot_holder(instance: dg.DagsterInstance, table: str, *, exclude: str | None = None,
+                now_s: float | None = None) -> str | None:
+    """The oldest started run holding ``table``'s compaction slot (but ``exclude``, the run asking),
+    with how long it has held it: what a compaction or an expiry of the table is waiting for."""
+    records = instance.get_run_records(dg.RunsFilter(tags={COMPACTION_TAG: table}, statuses=IN_PROGRESS), limit=10)
+    held = sorted((r for r in records if r.dagster_run.run_id != exclude),
+                  key=lambda r: r.start_time or r.create_timestamp.timestamp())
+    if not held:
+        return None
+    record = held[0]
+    run = record.dagster_run
+    since = record.start_time or record.create_timestamp.timestamp()
+    now = time.time() if now_s is None else now_s
+    bound = run.tags.get(MAX_RUNTIME_TAG)
+    return (f"run {run.run_id} ({run.job_name}) has held {table}'s compaction slot for "
+            f"{age_text(int((now - since) * 1000))}" + (f" (bound {bound} s)" if bound else ""))
+
+
 def fail_run(instance: dg.DagsterInstance, run_id: str, message: str) -> str:
     """Ask the run's process to stop, then mark the run failed with ``message``; what was done."""
     run = instance.get_run_by_id(run_id)
@@ -213,6 +235,19 @@ def watch(instance: dg.DagsterInstance, watched: Watched, *, now_s: float | None
                        f"has run {now - oldest.started_s:.0f} s{bound}{suspect}{note}", frozenset(gone))
 
 
+def read_cursor(text: str | None) -> dict[str, Any]:
+    """The watchdog's cursor: the runs found gone at the last tick and the instance check's last
+    verdict. Anything else (an older format, a cursor set by hand) reads as empty: at worst a run
+    is probed once more and the check recorded again."""
+    try:
+        cursor = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    if not isinstance(cursor, dict) or not isinstance(cursor.get("gone", []), list):
+        return {}
+    return cursor
+
+
 def watch_sensor(watched: Watched, *, interval_seconds: int | None = None) -> dg.SensorDefinition:
     """The table's watchdog, named ``watch_<db>_<table>_sensor`` (it launches nothing)."""
 
@@ -223,11 +258,16 @@ def watch_sensor(watched: Watched, *, interval_seconds: int | None = None) -> dg
         description=(f"Fails a run holding {watched.table} (its writers' pool or its compaction slot) once it has "
                      "run past its bound, so the runs queued behind a dead one go on; launches nothing."),
     )
-    def _sensor(context: dg.SensorEvaluationContext) -> dg.SkipReason:
-        seen = frozenset(json.loads(context.cursor)) if context.cursor else frozenset()
-        report = watch(context.instance, watched, seen_gone=seen)
-        context.update_cursor(json.dumps(sorted(report.gone)))
-        return dg.SkipReason(report.message)
+    def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+        cursor = read_cursor(context.cursor)
+        report = watch(context.instance, watched, seen_gone=frozenset(cursor.get("gone", ())))
+        # The table's instance_settings check, recorded when its verdict changes (and at the first tick).
+        outcome = instance_outcome(InstanceSettings.of(context.instance), watched.table)
+        recorded = cursor.get("instance") == outcome.description
+        return dg.SensorResult(
+            skip_reason=report.message,
+            cursor=json.dumps({"gone": sorted(report.gone), "instance": outcome.description}),
+            asset_events=[] if recorded else [outcome.evaluation(watched.asset_key)])
 
     return _sensor
 

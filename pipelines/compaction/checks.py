@@ -13,6 +13,7 @@ import dagster as dg
 
 from pipelines.compaction.lsm import LEVEL0_CHECK, SMALL_FILES_CHECK, check_outcomes, small_files_outcome
 from pipelines.target import TableTarget
+from pipelines.watchdog import slot_holder
 
 
 def lsm_checks(target: TableTarget) -> list[dg.AssetChecksDefinition]:
@@ -24,7 +25,8 @@ def lsm_checks(target: TableTarget) -> list[dg.AssetChecksDefinition]:
                     "(num-sorted-run.stop-trigger, default compaction trigger + 3): WARN when one reaches it, "
                     "ERROR at twice it. Manifests only.")
     def _level0(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
-        level0, _ = check_outcomes(target.catalog(context).table(target.table), target)
+        level0, _ = check_outcomes(target.catalog(context).table(target.table), target,
+                                   holder=slot_holder(context.instance, target.table))
         return level0.result(target.asset_key)
 
     @dg.asset_check(asset=target.asset_key, name=SMALL_FILES_CHECK, blocking=False,

@@ -51,6 +51,7 @@ from pipelines.compaction.tasks import (
 from pipelines.instance_limits import warn_about_gaps
 from pipelines.runtime_bounds import COMPACTION_DEFAULT_S, bound_tags
 from pipelines.target import TableTarget, TargetConfig, existing_table, job_metadata, resolve_target
+from pipelines.watchdog import slot_holder
 from resources import PaimonCatalogResource, keys
 from resources.keys import COMPACTION_TAG
 
@@ -185,7 +186,8 @@ def record_checks(context: dg.OpExecutionContext, target: TableTarget, table: pc
     ``log_event`` takes check evaluations at run time (and records them like a check step
     would) though its annotation lists only materializations, observations and expectations.
     """
-    for outcome in check_outcomes(table, target, state):
+    for outcome in check_outcomes(table, target, state, holder=slot_holder(context.instance, target.table,
+                                                                          exclude=context.run_id)):
         context.log_event(cast(Any, outcome.evaluation(target.asset_key)))
 
 

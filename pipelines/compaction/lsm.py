@@ -125,9 +125,11 @@ def state_metadata(state: pc.LsmState) -> dict[str, Any]:
     }
 
 
-def level0_outcome(state: pc.LsmState, *, trigger: int, last: LastCompaction, at_ms: int) -> CheckOutcome:
+def level0_outcome(state: pc.LsmState, *, trigger: int, last: LastCompaction, at_ms: int,
+                   holder: str | None = None) -> CheckOutcome:
     """Level 0 of every bucket below the stop-trigger, with where the compaction trigger is and
-    when the table was last compacted (as of ``at_ms``).
+    when the table was last compacted (as of ``at_ms``); ``holder``: the run holding the table's
+    compaction slot, if one does (what a failing verdict then points at).
 
     A compacting Paimon writer stalls at the stop-trigger; write-only writers never do, so here
     reads pay instead (one more file, and for key tables one more sorted run to merge, per
@@ -143,7 +145,9 @@ def level0_outcome(state: pc.LsmState, *, trigger: int, last: LastCompaction, at
                        f"{state.debt_bytes:,} bytes of compaction debt; {last.text(at_ms)}")
     else:
         description = (f"{len(over)} bucket(s) at or above the stop-trigger {stop} (worst {worst} level-0 "
-                       f"files, compaction at {trigger}); {last.text(at_ms)}; is the compaction sensor running?")
+                       f"files, compaction at {trigger}); {last.text(at_ms)}; "
+                       + (f"{holder}: the table's compactions wait for it" if holder else
+                          "is the compaction sensor running?"))
     when = ({"last_compaction": dg.MetadataValue.timestamp(last.time_ms / 1000),
              "last_compaction_snapshot": str(last.snapshot_id)} if last.time_ms is not None else {})
     return CheckOutcome(LEVEL0_CHECK, not over, severity, description, {
@@ -194,12 +198,12 @@ def small_files_outcome(state: pc.LsmState, *, min_file_num: int, primary_key: b
 
 
 def check_outcomes(table: pc.Table, target: TableTarget, state: pc.LsmState | None = None, *,
-                   at_ms: int | None = None) -> list[CheckOutcome]:
+                   at_ms: int | None = None, holder: str | None = None) -> list[CheckOutcome]:
     """Both LSM checks of ``target``'s table (on ``state``, else its latest snapshot) as of ``at_ms``
-    (default now)."""
+    (default now); ``holder``: see :func:`level0_outcome`."""
     state = state if state is not None else table.lsm_state()
     return [level0_outcome(state, trigger=level0_threshold(target, table), last=last_compaction(table),
-                           at_ms=current_ms() if at_ms is None else at_ms),
+                           at_ms=current_ms() if at_ms is None else at_ms, holder=holder),
             small_files_outcome(state, min_file_num=table.options.compaction_min_file_num,
                                 primary_key=bool(table.schema.primary_keys))]
 

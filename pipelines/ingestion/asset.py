@@ -110,6 +110,8 @@ def automation_md(spec: PaimonTableSpec) -> dg.MetadataValue:
     if spec.maintenance.orphans_cron:
         lines.append(f"- **{names.orphans_schedule(spec.table)}** (schedule `{spec.maintenance.orphans_cron}`) → "
                      f"{job_link(names.orphans_job(spec.table))}")
+    lines.append(f"- **{names.watch_sensor(spec.table)}** (sensor): fails a run holding the table past its bound or "
+                 "whose worker is gone; launches nothing")
     return dg.MetadataValue.md("\n".join(lines) if lines else "(none)")
 
 
@@ -384,10 +386,11 @@ def external_asset(spec: PaimonTableSpec, *, table_uri: str | None = None,
 
 def ingestion_job(spec: PaimonTableSpec, asset: dg.AssetsDefinition,
                   executor: dg.ExecutorDefinition | None) -> UnresolvedAssetJobDefinition:
-    """``ingest_<db>_<table>_job``: the asset and its cheap checks (the orphan check lists every
-    directory of the table; the cleanup job records it), one partition per run."""
-    orphans = dg.AssetCheckKey(spec.key, names.ORPHANS_CHECK)
-    selection = dg.AssetSelection.assets(asset) - dg.AssetSelection.checks(orphans)
+    """``ingest_<db>_<table>_job``: the asset and its checks about its data, one partition per run
+    (not the orphan check, which lists every directory of the table and which the cleanup job
+    records, nor the instance check, which the table's watchdog records)."""
+    left_out = [dg.AssetCheckKey(spec.key, name) for name in (names.ORPHANS_CHECK, names.INSTANCE_CHECK)]
+    selection = dg.AssetSelection.assets(asset) - dg.AssetSelection.checks(*left_out)
     ingestion = spec.ingestion
     if ingestion is not None and ingestion.executor is not None:
         executor = executor_named(ingestion.executor, ingestion.executor_config, table=spec.table)

@@ -15,6 +15,7 @@ import dagster as dg
 from pipelines.maintenance.runs import last_expiry_ms
 from pipelines.maintenance.verdicts import ORPHANS_CHECK, RETENTION_CHECK, orphans_outcome, retention_outcome
 from pipelines.target import TableTarget
+from pipelines.watchdog import slot_holder
 
 
 def maintenance_checks(target: TableTarget) -> list[dg.AssetChecksDefinition]:
@@ -28,7 +29,8 @@ def maintenance_checks(target: TableTarget) -> list[dg.AssetChecksDefinition]:
                     "consumers and tags respected), and no more than snapshot.num-retained.max.")
     def _retention(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
         return retention_outcome(target.catalog(context).table(target.table), target,
-                                 last_expiry_ms=last_expiry_ms(context.instance, target.table)).result(target.asset_key)
+                                 last_expiry_ms=last_expiry_ms(context.instance, target.table),
+                                 holder=slot_holder(context.instance, target.table)).result(target.asset_key)
 
     # A subsettable check: in a run that also writes the table (the asset page selects every
     # check of the asset) it yields nothing, so the run shows it as not evaluated rather than as a

@@ -120,10 +120,11 @@ class RetentionFacts:
     max_consumer_lag: int  # snapshots the furthest-behind consumer has not read
     at_ms: int  # when the facts were read
     last_expiry_ms: int | None  # when the last expiry that could delete (not a dry run) ended; None: unknown
+    holder: str | None = None  # the run holding the table's compaction slot, which expiry waits for
 
 
 def retention_facts(table: pc.Table, target: TableTarget, *, at_ms: int | None = None,
-                    last_expiry_ms: int | None = None) -> RetentionFacts:
+                    last_expiry_ms: int | None = None, holder: str | None = None) -> RetentionFacts:
     """Reads what :func:`retention_verdict` judges: the last two ticks of the expiry schedule
     before ``at_ms`` (default now) and dry runs of the table's expiry as of each; the consumers'
     positions; ``last_expiry_ms`` as the caller knows it (from the instance's runs)."""
@@ -136,7 +137,7 @@ def retention_facts(table: pc.Table, target: TableTarget, *, at_ms: int | None =
     return RetentionFacts(target.table, cron, previous, last, tuple(overdue.snapshots), len(due.snapshots), due.files,
                           due.bytes, SnapshotSpan.of(table), options.snapshot_num_retained_min,
                           options.snapshot_num_retained_max, options.snapshot_time_retained_ms, consumers_text(table),
-                          max_consumer_lag(table), at, last_expiry_ms)
+                          max_consumer_lag(table), at, last_expiry_ms, holder)
 
 
 def retention_verdict(facts: RetentionFacts) -> CheckOutcome:
@@ -151,8 +152,9 @@ def retention_verdict(facts: RetentionFacts) -> CheckOutcome:
     over_max = span.count > facts.retain_max
     if overdue:
         description = (f"{len(overdue)} snapshot(s) ({overdue[0]}..{overdue[-1]}) were due for expiry by the run "
-                       f"at {iso(facts.previous_tick_ms)} and are still there; is the schedule "
-                       f"{names.expire_schedule(facts.table)} running?")
+                       f"at {iso(facts.previous_tick_ms)} and are still there; "
+                       + (f"{facts.holder}: expiry waits for it" if facts.holder else
+                          f"is the schedule {names.expire_schedule(facts.table)} running?"))
     elif over_max:
         description = (f"{span.count} snapshots retained, more than snapshot.num-retained.max "
                        f"{facts.retain_max}; consumers ({facts.consumers}) may hold them")
@@ -190,9 +192,10 @@ def retention_verdict(facts: RetentionFacts) -> CheckOutcome:
 
 
 def retention_outcome(table: pc.Table, target: TableTarget, *, at_ms: int | None = None,
-                      last_expiry_ms: int | None = None) -> CheckOutcome:
+                      last_expiry_ms: int | None = None, holder: str | None = None) -> CheckOutcome:
     """``snapshots_within_retention`` of the table as of ``at_ms`` (default now)."""
-    return retention_verdict(retention_facts(table, target, at_ms=at_ms, last_expiry_ms=last_expiry_ms))
+    return retention_verdict(retention_facts(table, target, at_ms=at_ms, last_expiry_ms=last_expiry_ms,
+                                             holder=holder))
 
 
 @dataclass(frozen=True, slots=True)

@@ -546,7 +546,8 @@ def test_the_revenue_asset_its_job_and_sensor(project_defs: dg.Definitions) -> N
 
     assert node.group_name == "sales" and node.partitions_def is None
     checks = {c.name for c in graph.get_check_keys_for_assets({REVENUE_KEY})}
-    assert checks == {names.LEVEL0_CHECK, names.SMALL_FILES_CHECK, names.RETENTION_CHECK, names.ORPHANS_CHECK}
+    assert checks == {names.LEVEL0_CHECK, names.SMALL_FILES_CHECK, names.RETENTION_CHECK, names.ORPHANS_CHECK,
+                      names.INSTANCE_CHECK}
     job = project_defs.resolve_job_def(REVENUE_JOB)
     assert set(job.asset_layer.selected_asset_keys) == {REVENUE_KEY}
     assert job.tags.items() >= {TABLE_TAG: REVENUE_TABLE}.items()

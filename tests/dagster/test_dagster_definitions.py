@@ -47,7 +47,8 @@ TABLES = {
     TOTALS_TABLE: (TOTALS_KEY, TOTALS_JOB),
     REVENUE_TABLE: (REVENUE_KEY, REVENUE_JOB),
 }
-LSM_AND_MAINTENANCE_CHECKS = {names.LEVEL0_CHECK, names.SMALL_FILES_CHECK, RETENTION_CHECK, ORPHANS_CHECK}
+LSM_AND_MAINTENANCE_CHECKS = {names.LEVEL0_CHECK, names.SMALL_FILES_CHECK, RETENTION_CHECK, ORPHANS_CHECK,
+                              names.INSTANCE_CHECK}
 
 
 # ---- the assets -----------------------------------------------------------------------------

@@ -129,7 +129,7 @@ def test_user_tables_get_everything(project: Path, flavour: str, instance: dg.Da
     assert clicks_spec.partitions_def is not None and len(clicks_spec.partitions_def.get_partition_keys()) == 7
     checks = {key.name for key in defs.resolve_asset_graph().asset_check_keys if key.asset_key == CUSTOMERS}
     assert checks == {names.DATA_CHECK, names.LEVEL0_CHECK, names.SMALL_FILES_CHECK, names.RETENTION_CHECK,
-                      names.ORPHANS_CHECK}
+                      names.ORPHANS_CHECK, names.INSTANCE_CHECK}
 
     # ---- files land; the landing sensor launches one run per partition ----
     for day in DAYS:

@@ -15,6 +15,7 @@ import pytest
 from pipelines import names, watchdog
 from pipelines.compaction import retries
 from pipelines.compaction.jobs import compaction_tags
+from pipelines.cron import age_text
 from pipelines.dagster_internals import GRPC_INFO_TAG, run_worker_gone
 from pipelines.runtime_bounds import bound_tags
 from pipelines.watchdog import (
@@ -24,8 +25,11 @@ from pipelines.watchdog import (
     Watched,
     ingestion_bound,
     overdue,
+    read_cursor,
     runs_holding,
+    slot_holder,
     watch,
+    watch_sensor,
 )
 from resources.keys import TABLE_TAG, TRIGGER_SNAPSHOT_TAG
 from tests.support.fixture_project.tables import EVENTS_TABLE, ORDERS_TABLE, spec
@@ -195,3 +199,35 @@ def test_a_run_whose_code_server_is_gone_is_failed_on_the_second_tick_whatever_i
     assert f"failed {dead.run_id} (its worker is gone" in second.message and not second.gone
     assert instance.get_run_by_id(dead.run_id).status == dg.DagsterRunStatus.FAILURE  # type: ignore[union-attr]
     assert "its worker is gone (the code server that launched it does not run it" in logs(instance, dead.run_id)
+
+
+def test_the_watchdog_records_the_instance_check_when_its_verdict_changes(instance: dg.DagsterInstance) -> None:
+    sensor = watch_sensor(orders_watched())
+    with dg.build_sensor_context(instance=instance) as context:
+        first = sensor(context)
+    assert isinstance(first, dg.SensorResult) and "no run holds sales.orders" in (first.skip_reason.skip_message
+                                                                                    or "")  # type: ignore[union-attr]
+    [evaluation] = first.asset_events
+    assert isinstance(evaluation, dg.AssetCheckEvaluation) and evaluation.check_name == names.INSTANCE_CHECK
+    assert not evaluation.passed and "run_monitoring: {enabled: true}" in (evaluation.description or "")
+    with dg.build_sensor_context(instance=instance, cursor=first.cursor) as context:
+        second = sensor(context)
+    assert isinstance(second, dg.SensorResult) and not second.asset_events  # unchanged: not recorded again
+
+
+def test_the_slot_holder_is_the_oldest_other_run_holding_the_compaction_slot(
+        project_defs: dg.Definitions, instance: dg.DagsterInstance) -> None:
+    assert slot_holder(instance, ORDERS_TABLE) is None
+    held = started(instance, project_defs, names.compaction_job(ORDERS_TABLE),
+                   {**compaction_tags(ORDERS_TABLE), **bound_tags(900)})
+    [holder] = runs_holding(instance, orders_watched())
+    text = slot_holder(instance, ORDERS_TABLE, now_s=holder.started_s + 3 * 3600)
+    assert text == (f"run {held.run_id} ({names.compaction_job(ORDERS_TABLE)}) has held sales.orders's compaction "
+                    f"slot for {age_text(3 * 3600 * 1000)} (bound 900 s)")
+    assert slot_holder(instance, ORDERS_TABLE, exclude=held.run_id) is None  # the run asking is not its own holder
+
+
+def test_a_cursor_of_another_form_reads_as_empty() -> None:
+    assert read_cursor(None) == read_cursor("") == read_cursor('["r1"]') == read_cursor("not json") == {}
+    assert read_cursor('{"gone": "r1"}') == {}
+    assert read_cursor('{"gone": ["r1"], "instance": "x"}') == {"gone": ["r1"], "instance": "x"}

@@ -45,7 +45,7 @@ from playwright.sync_api import Locator, Page, expect  # noqa: E402 - after the 
 pytestmark = pytest.mark.slow
 
 TABLES_YAML = REPO_ROOT / "pipelines" / "demo" / "defs" / "tables" / "defs.yaml"
-CHECKS = {names.DATA_CHECK, LEVEL0_CHECK, SMALL_FILES_CHECK, RETENTION_CHECK, ORPHANS_CHECK}
+CHECKS = {names.DATA_CHECK, LEVEL0_CHECK, SMALL_FILES_CHECK, RETENTION_CHECK, ORPHANS_CHECK, names.INSTANCE_CHECK}
 ORDERS = "shop.orders"
 SENSOR = names.compaction_sensor("shop.orders")
 FULL_JOB = names.full_compaction_job(ORDERS)

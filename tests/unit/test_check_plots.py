@@ -31,6 +31,16 @@ def test_series_stay_numbers_and_settings_become_text() -> None:
     assert isinstance(shown["last_compaction"], dg.TimestampMetadataValue) and shown["last_compaction"].value == 1000
 
 
+def test_a_failing_level0_verdict_names_the_run_holding_the_tables_slot() -> None:
+    last = LastCompaction(6, 1_000_000, 2)
+    assert level0_outcome(state([3, 9]), trigger=5, last=last, at_ms=1_090_000).description.endswith(
+        "is the compaction sensor running?")
+    held = level0_outcome(state([3, 9]), trigger=5, last=last, at_ms=1_090_000, holder="run r1 (j) has held a.b's "
+                          "compaction slot for 2 h 0 min").description
+    assert held.endswith("; run r1 (j) has held a.b's compaction slot for 2 h 0 min: the table's compactions "
+                         "wait for it")
+
+
 def test_sizes_read_as_sizes_and_stay_exact() -> None:
     assert number_text(keys.MAINTENANCE_BYTES, 832_166) == "812.7 KiB (832,166 bytes)"
     assert number_text("orphan_bytes", 320) == "320 bytes"

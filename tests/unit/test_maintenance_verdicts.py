@@ -53,6 +53,12 @@ def test_retention_warns_when_the_run_before_the_last_could_have_expired_snapsho
     assert not verdict.passed
     assert verdict.description.startswith("3 snapshot(s) (5..7) were due for expiry by the run at 2024-03-05T09:00")
     assert names.expire_schedule("logs.events") in verdict.description and verdict.metadata["overdue_snapshots"] == 3
+    assert "running?" in verdict.description
+    # A run holding the table's compaction slot is what expiry waits for: the verdict names it.
+    held = retention_verdict(retention(overdue=(5, 6, 7), holder="run r9 (its job) has held "
+                                       "logs.events's compaction slot for 3 h 0 min"))
+    assert ("are still there; run r9 (its job) has held logs.events's compaction slot for 3 h 0 min: "
+            "expiry waits for it") in held.description and "running?" not in held.description
 
 
 def test_retention_warns_above_num_retained_max_naming_the_consumers() -> None:
