@@ -53,6 +53,8 @@ TRIGGER_COMMITS_TAG = "paimon/trigger-commits-since-full"
 FOLLOW_TAG = "paimon/compaction-follow"
 # Dagster's per-run bound, enforced by the instance's run monitoring (pipelines.runtime_bounds).
 MAX_RUNTIME_TAG = "dagster/max_runtime"
+# How Dagster re-executes a run it retries (run_retries): FROM_FAILURE (its default) or ALL_STEPS.
+RETRY_STRATEGY_TAG = "dagster/retry_strategy"
 # A compaction run a sensor requested again after the run for the same table state failed: which retry.
 RETRY_TAG = "paimon/compaction-retry"
 # The consumer id a changes consumer's run reads as.

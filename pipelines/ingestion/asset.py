@@ -36,6 +36,7 @@ from pipelines.spec.declaration import PaimonTableSpec
 from resources import PaimonCatalogResource, PaimonWrite, commit_user_for, keys, write_metadata, write_partition
 from resources.keys import (
     PARTITION_MAPPING_METADATA_KEY,
+    RETRY_STRATEGY_TAG,
     TABLE_METADATA_KEY,
     TABLE_TAG,
     WRITE_MODE_METADATA_KEY,
@@ -400,8 +401,14 @@ def ingestion_job(spec: PaimonTableSpec, asset: dg.AssetsDefinition,
         executor = dg.multiprocess_executor.configured(
             {"max_concurrent": ingestion.workers, "start_method": {"forkserver": {}}},
             name=names.table_executor("multiprocess_executor", spec.table))
+    tags = {TABLE_TAG: spec.table}
+    if ingestion is not None and ingestion.workers > 1:
+        # A retry of a fanned-out write re-runs every step: a re-execution from failure runs the
+        # write steps that failed, not those a killed run never started, and the commit refuses
+        # an incomplete set of shares. The commit still lands once (the root run's commit user).
+        tags[RETRY_STRATEGY_TAG] = "ALL_STEPS"
     return dg.define_asset_job(
-        names.ingestion_job(spec.table), selection=selection, tags={TABLE_TAG: spec.table},
+        names.ingestion_job(spec.table), selection=selection, tags=tags,
         executor_def=executor or dg.in_process_executor,
         description=f"Write one partition of {spec.table} ({spec.ingestion.mode if spec.ingestion else ''}) and "
         "check it.")
