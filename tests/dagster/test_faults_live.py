@@ -141,6 +141,27 @@ def chunk_commits(orders: pc.Table) -> dict[str, list[int]]:
     return commits
 
 
+def next_upkeep(dagster: LiveDagster, table: str, killed_at: float) -> str:
+    """Launch the table's compaction and expiry (as its sensor and schedule would) and wait for
+    both; the times from the kill to each one's success."""
+    target = spec(table).target()
+    compaction = (dagster.launch_run(names.full_compaction_job(table), run_config=full_compaction_run_config(target))
+                  if table == ORDERS_TABLE else
+                  dagster.launch_run(names.compaction_job(table), run_config=compaction_run_config(target)))
+    compacted = ended(dagster, compaction)
+    expired = ended(dagster, dagster.launch_run(names.expire_job(table), run_config=expire_run_config(target)))
+    assert compacted["status"] == expired["status"] == "SUCCESS", (compacted, expired)
+    return (f"; the table's next compaction succeeded {compacted['endTime'] - killed_at:.1f} s and its next "
+            f"maintenance {expired['endTime'] - killed_at:.1f} s after the kill")
+
+
+def orphans(warehouse: str, table: str) -> int:
+    """Files of ``table`` that nothing references (as a cleanup of everything up to now would see)."""
+    now_ms = int(time.time() * 1000)
+    return len(pc.Catalog(warehouse).get_table(table).remove_orphan_files(older_than=now_ms, dry_run=True,
+                                                                            force=True).orphans)
+
+
 # ---- worker kills, each run retried by Dagster ------------------------------------------------------
 
 
@@ -163,7 +184,8 @@ def test_killed_workers_are_retried_and_commit_exactly_once(tmp_path: Path) -> N
         retry = retried(dagster, first)
         assert status(dagster, first) == "FAILURE"
         figures.append(f"- ingestion worker killed after {landed} of {CHUNKS_PER_DAY} chunk commits: retry "
-                       f"{retry['runId'][:8]} succeeded {retry['endTime'] - killed_at:.1f} s after the kill")
+                       f"{retry['runId'][:8]} succeeded {retry['endTime'] - killed_at:.1f} s after the kill"
+                       + next_upkeep(dagster, ORDERS_TABLE, killed_at))
         orders = pc.Catalog(warehouse).get_table(ORDERS_TABLE)
         commits = chunk_commits(orders)
         [(user, identifiers)] = commits.items()
@@ -182,11 +204,12 @@ def test_killed_workers_are_retried_and_commit_exactly_once(tmp_path: Path) -> N
         killed_at = kill_worker_when(dagster, compaction, lambda: files_written_after(root, launched))
         retry = retried(dagster, compaction)
         assert status(dagster, compaction) == "FAILURE"
-        figures.append(f"- full-compaction worker killed after writing its first file: retry {retry['runId'][:8]} "
-                       f"succeeded {retry['endTime'] - killed_at:.1f} s after the kill")
         orders = pc.Catalog(warehouse).get_table(ORDERS_TABLE)
         state = orders.lsm_state()
         assert state.max_level0_files == 0 and not any(any(b.level_files[:-1]) for b in state.buckets)
+        figures.append(f"- full-compaction worker killed after writing its first file: retry {retry['runId'][:8]} "
+                       f"succeeded {retry['endTime'] - killed_at:.1f} s after the kill"
+                       + next_upkeep(dagster, ORDERS_TABLE, killed_at))
 
         # 3. Expiry (of app.events, whose snapshots no consumer holds): killed at its first delete.
         events_root = Path(warehouse) / "app.db" / "events"
@@ -201,16 +224,22 @@ def test_killed_workers_are_retried_and_commit_exactly_once(tmp_path: Path) -> N
         killed_at = kill_worker_when(dagster, expiry, lambda: sum(
             1 for p in events_root.rglob("*") if p.is_file()) < files_before)
         retry = retried(dagster, expiry)
-        figures.append(f"- expiry worker killed at its first delete (4 snapshots): retry {retry['runId'][:8]} "
-                       f"succeeded {retry['endTime'] - killed_at:.1f} s after the kill")
         assert snapshot_ids(events_root) == [4]
+        figures.append(f"- expiry worker killed at its first delete (4 snapshots): retry {retry['runId'][:8]} "
+                       f"succeeded {retry['endTime'] - killed_at:.1f} s after the kill"
+                       + next_upkeep(dagster, EVENTS_TABLE, killed_at))
         assert pc.Catalog(warehouse).get_table(EVENTS_TABLE).read().sort_by("ts").equals(rows_before)
 
-        # What killed runs left behind, removed: the table still reads as the reference.
+        # What the killed runs left behind (files they wrote and never committed) is reclaimed by the
+        # cleanup once old enough ("now" here, forced); the tables still read as the reference.
+        left = {table: orphans(warehouse, table) for table in (ORDERS_TABLE, EVENTS_TABLE)}
+        assert left[ORDERS_TABLE] > 0, left  # the killed compaction's first file at least
         for table in (ORDERS_TABLE, EVENTS_TABLE):
             cleanup = dagster.launch_run(names.orphans_job(table), run_config=orphans_run_config(
                 spec(table).target(), dry_run=False, older_than="now", force=True))
             assert ended(dagster, cleanup)["status"] == "SUCCESS"
+            assert orphans(warehouse, table) == 0
+        figures.append(f"- orphans the killed runs left: {left}; none after the cleanup")
     orders = pc.Catalog(warehouse).get_table(ORDERS_TABLE)
     assert sorted_rows(orders).equals(sorted_rows(reference(tmp_path, DAYS[:2])))
     for table in (orders, pc.Catalog(warehouse).get_table(EVENTS_TABLE)):
@@ -274,10 +303,12 @@ def test_a_killed_daemon_and_a_crashed_deployment_leave_no_table_blocked(tmp_pat
         full = [r for r in dagster.runs({COMPACTION_TAG: ORDERS_TABLE})
                 if r["jobName"] == names.full_compaction_job(ORDERS_TABLE)]
         assert {r["status"] for r in full} == {"SUCCESS"}
+        maintained = ended(dagster, dagster.launch_run(names.expire_job(ORDERS_TABLE), run_config=expire_run_config(
+            spec(ORDERS_TABLE).target())))
+        assert maintained["status"] == "SUCCESS"
         figures.append(f"- daemon SIGKILLed mid-tick; the sensor ticked again {min(after_restart) - killed_at:.1f} s "
-                       f"after the kill; the due full "
-                       f"compaction done {recovered - killed_at:.1f} s after the kill ({len(full)} run(s), "
-                       f"run keys unique)")
+                       f"after the kill; the due full compaction done {recovered - killed_at:.1f} s after the kill "
+                       f"({len(full)} run(s), run keys unique), maintenance {maintained['endTime'] - killed_at:.1f} s")
 
         # 2. The whole deployment SIGKILLed (webserver, daemon, code servers, run workers) while a
         # compaction run follows the table, then started again: the watchdog finds the run's
@@ -304,9 +335,7 @@ def test_a_killed_daemon_and_a_crashed_deployment_leave_no_table_blocked(tmp_pat
                        f"{failed_at - crashed_at:.1f} s after the crash (its bound: "
                        f"{failed['tags'][MAX_RUNTIME_TAG]} s), its retry done "
                        f"{retry['endTime'] - crashed_at:.1f} s after")
-        after = dagster.launch_run(names.full_compaction_job(ORDERS_TABLE),
-                                   run_config=full_compaction_run_config(spec(ORDERS_TABLE).target()))
-        assert ended(dagster, after)["status"] == "SUCCESS"
+        figures[-1] += next_upkeep(dagster, ORDERS_TABLE, crashed_at).replace("the kill", "the crash")
     orders = pc.Catalog(warehouse).get_table(ORDERS_TABLE)
     assert sorted_rows(orders).equals(sorted_rows(reference(tmp_path, DAYS[:2])))
     assert orders.lsm_state().max_level0_files == 0
