@@ -328,12 +328,14 @@ def test_a_run_on_an_instance_without_the_limits_says_what_it_lacks(tmp_path: Pa
                                      resources=fixture_resources())
     template = yaml.safe_load((REPO_ROOT / "dagster_home" / "dagster.yaml").read_text())
     said: dict[str, list[str]] = {}
-    for name, overrides in (("bare", None), ("template", {"concurrency": template["concurrency"]})):
+    shipped = {key: template[key] for key in ("concurrency", "run_monitoring", "run_retries")}
+    for name, overrides in (("bare", None), ("template", shipped)):
         with dg.instance_for_test(overrides=overrides) as instance:
             result = definitions.resolve_job_def(EVENTS_JOB).execute_in_process(partition_key="2024-01-01",
                                                                                 instance=instance)
             said[name] = [e.message for e in instance.all_logs(result.run_id) if e.level >= logging.WARNING]
 
-    [line] = [m for m in said["bare"] if "does not limit Paimon runs per table" in m]
+    [line] = [m for m in said["bare"] if "lacks what the Paimon tables rely on" in m]
     assert f"key: {keys.TABLE_TAG}" in line and "concurrency.pools.default_limit: 1" in line
-    assert not [m for m in said["template"] if "does not limit Paimon runs per table" in m]
+    assert "run_monitoring: {enabled: true}" in line and "run_retries: {enabled: true" in line
+    assert not [m for m in said["template"] if "lacks what the Paimon tables rely on" in m]
