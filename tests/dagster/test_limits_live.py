@@ -24,7 +24,7 @@ from pipelines.compaction.jobs import compaction_run_config
 from resources.keys import COMPACTION_TAG
 from tests.support.fixture_project.definitions import CODE_LOCATION, WORKSPACE
 from tests.support.fixture_project.tables import EVENTS_TABLE, spec
-from tests.support.live_dagster import FINISHED, CodeLocation, live_dagster
+from tests.support.live_dagster import FINISHED, CodeLocation, live_dagster, overlaps
 
 pytestmark = [pytest.mark.slow, pytest.mark.live]  # a real webserver and daemon
 
@@ -32,17 +32,6 @@ LOCATION = CodeLocation(WORKSPACE, CODE_LOCATION)
 DAYS = ["2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04", "2024-01-05"]
 SETTLE_TIMEOUT_S = 300
 FOLLOW_S = 5  # how long each launchpad compaction keeps following the table
-
-
-def overlaps(runs: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    """Runs that started before an earlier-started run ended, each with that run."""
-    found, latest = [], None
-    for run in sorted(runs, key=lambda r: r["startTime"]):
-        if latest is not None and run["startTime"] < latest["endTime"]:
-            found.append((latest["runId"], run["runId"]))
-        if latest is None or run["endTime"] > latest["endTime"]:
-            latest = run
-    return found
 
 
 def test_a_first_backfill_of_a_table_runs_one_writer_at_a_time(tmp_path: Path) -> None:

@@ -295,7 +295,7 @@ class LiveDagster:
               runsOrError(filter: $filter, limit: $limit) {
                 __typename
                 ... on Runs { results { runId jobName status creationTime startTime endTime
-                                        tags { key value } } }
+                                        tags { key value } assetSelection { path } } }
                 ... on PythonError { message }
               }
             }""", {"filter": run_filter, "limit": limit})
@@ -305,6 +305,7 @@ class LiveDagster:
         runs = list(result["results"])
         for run in runs:
             run["tags"] = {t["key"]: t["value"] for t in run["tags"]}
+            run["assets"] = ["/".join(key["path"]) for key in run.pop("assetSelection") or []]
         return runs
 
     def sensor(self, name: str, *, ticks: int = 50) -> dict[str, Any]:
@@ -359,6 +360,18 @@ class LiveDagster:
             }""", {"runId": run_id, "limit": limit})
         events = data["logsForRun"].get("events", [])
         return [e.get("message", "") for e in events]
+
+
+def overlaps(runs: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """Finished runs that started before an earlier-started one ended, each with that run (from the
+    run records' start and end times)."""
+    found, latest = [], None
+    for run in sorted(runs, key=lambda r: r["startTime"]):
+        if latest is not None and run["startTime"] < latest["endTime"]:
+            found.append((latest["runId"], run["runId"]))
+        if latest is None or run["endTime"] > latest["endTime"]:
+            latest = run
+    return found
 
 
 @contextlib.contextmanager
