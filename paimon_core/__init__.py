@@ -35,6 +35,7 @@ from paimon_core.table_context import TableContext
 from paimon_core.tags import Tag
 from paimon_core.type_names import arrow_field_for, parse_type_name, type_name
 from paimon_core.version import __version__
+from paimon_core.write.input_slice import InputSlice
 from paimon_core.write.prepared import CommitOutcome, PreparedCommit
 from paimon_core.write.shard import Shard
 from paimon_core.write.table_write import TableWrite
@@ -59,6 +60,7 @@ __all__ = [
     "DroppedPartitions",
     "ExpiryPlan",
     "FileInfo",
+    "InputSlice",
     "LsmState",
     "MarkedDone",
     "OrphanFiles",

@@ -63,6 +63,7 @@ from paimon_core.snapshot import (
 )
 from paimon_core.table_context import OptionsCache, TableContext
 from paimon_core.tags import Tag, TagStore
+from paimon_core.write.input_slice import InputSlice
 from paimon_core.write.prepared import CommitOutcome, PreparedCommit, commit_prepared
 from paimon_core.write.shard import Shard, as_shard
 from paimon_core.write.table_write import OverwriteArg, TableWrite, overwrite_spec
@@ -362,7 +363,8 @@ class Table:
 
     def new_write(self, *, commit_user: str | None = None, commit_identifier: int | None = None,
                   overwrite: OverwriteArg = False, properties: Mapping[str, str] | None = None,
-                  shard: Shard | tuple[int, int] | None = None) -> TableWrite:
+                  shard: Shard | tuple[int, int] | None = None,
+                  input_slice: InputSlice | tuple[int, int] | None = None) -> TableWrite:
         """A writer that takes many batches into one atomic commit.
 
         Args:
@@ -378,9 +380,14 @@ class Table:
                 bucket; whole partitions for dynamic-bucket tables). Every writer sees the same
                 input; hand their :meth:`TableWrite.prepare` results to :meth:`commit`.
                 Append tables without buckets take no shard: give each writer its own input.
+            input_slice: ``(index, count)``: this writer is one of ``count`` parallel writers of one
+                commit, given part ``index`` of the input (in input order), and writes every bucket
+                it meets, numbering each bucket's rows from a range reserved for its part so the
+                commit merges as one writer's would (later parts win). Fixed-bucket tables; more
+                level-0 files than sharding, but no writer reads the others' input.
         """
         return TableWrite(self.context(), commit_user=commit_user, commit_identifier=commit_identifier,
-                          overwrite=overwrite, properties=properties, shard=shard)
+                          overwrite=overwrite, properties=properties, shard=shard, input_slice=input_slice)
 
     def commit(self, prepared: Iterable[PreparedCommit | bytes], *, commit_user: str | None = None,
                commit_identifier: int | None = None, overwrite: OverwriteArg = False,

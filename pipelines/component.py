@@ -43,7 +43,16 @@ from pipelines.factory import paimon_definitions
 from pipelines.spec.declaration import PaimonTableSpec
 from pipelines.spec.declared_once import check_declared_once
 from pipelines.spec.environment import unset_variables
-from pipelines.spec.parts import BACKFILL_POLICIES, Column, Compaction, DataChecks, Ingestion, Maintenance, Partitions
+from pipelines.spec.parts import (
+    BACKFILL_POLICIES,
+    FAN_OUTS,
+    Column,
+    Compaction,
+    DataChecks,
+    Ingestion,
+    Maintenance,
+    Partitions,
+)
 from pipelines.spec.scaffold import PaimonTablesScaffolder
 from pipelines.spec.validation import COMPACTION_JOBS, PARTITION_KINDS, typo_of
 from pipelines.spec.yaml_errors import hinted_model
@@ -55,7 +64,7 @@ from resources.writes import WRITE_MODES
 
 # The values text fields may take, for the JSON schema `dg check yaml` validates against.
 CHOICES = {("IngestionModel", "mode"): WRITE_MODES, ("IngestionModel", "extra_columns"): EXTRA_COLUMNS,
-           ("IngestionModel", "backfill_policy"): BACKFILL_POLICIES,
+           ("IngestionModel", "backfill_policy"): BACKFILL_POLICIES, ("IngestionModel", "fan_out"): FAN_OUTS,
            ("PartitionsModel", "kind"): PARTITION_KINDS, ("CompactionModel", "job"): COMPACTION_JOBS,
            ("LandingLocationModel", "format"): FORMATS}
 

@@ -34,6 +34,13 @@ from resources.writes import (
 log = logging.getLogger(__name__)
 
 
+# How a write step's share of a partition is cut (:func:`prepare_share`'s ``split``).
+SHARD_BY_BUCKET = "buckets"  # every step reads the whole input and writes the buckets it owns
+SLICE_IN_ORDER = "slices"  # each step its part of the input, in input order, into every bucket
+SHARE_OF_INPUT = "shares"  # each step its share of the input (append tables without buckets)
+SPLITS = (SHARD_BY_BUCKET, SLICE_IN_ORDER, SHARE_OF_INPUT)
+
+
 @dataclass(frozen=True, slots=True)
 class WriteShare:
     """What one write step prepared: its commit messages (bytes) and what it wrote."""
@@ -48,12 +55,17 @@ class WriteShare:
 
 
 def prepare_share(table: pc.Table, data: Any, *, mode: str, partition: Mapping[str, str], commit_user: str,
-                  index: int, count: int, sharded: bool, policy: InputPolicy = DEFAULT_POLICY) -> WriteShare:
+                  index: int, count: int, split: str, policy: InputPolicy = DEFAULT_POLICY) -> WriteShare:
     """Write step ``index`` of ``count``'s rows into files, committing nothing.
 
-    ``sharded``: the step sees the whole input and writes the buckets it owns (bucketed tables);
-    otherwise ``data`` is already its share (append tables without buckets).
+    ``split``: :data:`SHARD_BY_BUCKET`, the step sees the whole input and writes the buckets it
+    owns; :data:`SLICE_IN_ORDER`, ``data`` is part ``index`` of the input in input order, written
+    into every bucket it meets (fixed-bucket tables); :data:`SHARE_OF_INPUT`, ``data`` is the
+    step's share (append tables without buckets).
     """
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
+    sharded = split == SHARD_BY_BUCKET
     started = time.monotonic()
     schema = check_write(table, mode, partition)
     batches = as_batches(data, table=table.name)
@@ -66,7 +78,8 @@ def prepare_share(table: pc.Table, data: Any, *, mode: str, partition: Mapping[s
     # Sharded steps all see the whole input, so the first counts its kinds for the write.
     counting = kind_column is not None and (not sharded or index == 0)
     kinds: dict[str, int] = {}
-    with table.new_write(overwrite=overwrite, shard=(index, count) if sharded else None) as writer:
+    with table.new_write(overwrite=overwrite, shard=(index, count) if sharded else None,
+                         input_slice=(index, count) if split == SLICE_IN_ORDER else None) as writer:
         for batch in batches:
             batch = with_partition(fit_columns(batch, table, policy), table, partition)
             if counting and kind_column in batch.schema.names:

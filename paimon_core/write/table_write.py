@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from paimon_core.commit import FileStoreCommit, IndexUpdate, Overwrite, new_commit_user
 from paimon_core.compaction.compactor import CompactionResult
-from paimon_core.errors import SchemaError, UnsupportedFeatureError, WriterClosedError
+from paimon_core.errors import InvalidArgumentError, SchemaError, UnsupportedFeatureError, WriterClosedError
 from paimon_core.maintenance.after_commit import maintain_after_commit
 from paimon_core.maintenance.write_stall import stall_while_over_stop_trigger
 from paimon_core.manifest import IndexManifestEntry, ManifestEntry, read_index_manifest
@@ -27,6 +27,7 @@ from paimon_core.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from paimon_core.table_context import TableContext
 from paimon_core.write.append_writer import AppendWriter
 from paimon_core.write.conform import check_partition_values, conform, internal_partition_spec, iter_input
+from paimon_core.write.input_slice import InputSlice, as_slice
 from paimon_core.write.message import CommitMessage
 from paimon_core.write.prepared import PreparedCommit
 from paimon_core.write.primary_key_sink import IndexState, PrimaryKeySink
@@ -47,7 +48,8 @@ class TableWrite:
 
     def __init__(self, table: TableContext, *, commit_user: str | None, commit_identifier: int | None,
                  overwrite: OverwriteArg, properties: Mapping[str, str] | None,
-                 shard: Shard | tuple[int, int] | None = None) -> None:
+                 shard: Shard | tuple[int, int] | None = None,
+                 input_slice: InputSlice | tuple[int, int] | None = None) -> None:
         self.table = table
         self.schema = table.schema
         self.options = table.options
@@ -60,35 +62,53 @@ class TableWrite:
         self.overwrite = overwrite_spec(table, overwrite)
         self.properties = properties
         self.shard = as_shard(shard)
+        self.slice = as_slice(input_slice)
         if self.shard is not None and not self.schema.primary_keys and self.options.bucket < 0:
             raise UnsupportedFeatureError(
                 f"table {table.name} has no buckets (bucket = -1), so its writers are not sharded: give each "
                 "writer its own slice of the input and no shard")
+        if self.slice is not None:
+            self._check_sliceable()
         self._static = self._static_filter()
         # Writers of tables without write-only compact what they wrote after each commit, and
         # stall (compact first) while a bucket has more sorted runs than the stop trigger.
         self.compacts = not self.options.write_only
         self.compaction: CompactionResult | None = None
         self.stall_seconds = 0.0
-        if self.compacts and self.schema.primary_keys and self.shard is None:
-            # a sharded writer leaves the stall to its committer, which compacts after the commit
+        if self.compacts and self.schema.primary_keys and self.shard is None and self.slice is None:
+            # a sharded or sliced writer leaves the stall to its committer, which compacts after the commit
             self.stall_seconds = stall_while_over_stop_trigger(table)
         self._sink: PrimaryKeySink | None = None
         self._appender: AppendWriter | None = None
         # bucket-unaware append files carry no state of earlier files: nothing to restore
         latest = table.snapshots.latest() if self.schema.primary_keys or self.options.bucket > 0 else None
+        self._restored = self._restore_sequence(latest) if self.schema.primary_keys or self.options.bucket > 0 \
+            else None
+        numbering = self.slice.numbering(self._restored) if self.slice is not None and self._restored else \
+            self._restored
         if self.schema.primary_keys:
+            assert numbering is not None
             index_entries = read_index_manifest(table.file_io, table.paths.manifest_file(latest.index_manifest)) \
                 if latest is not None and latest.index_manifest else []
             self._sink = PrimaryKeySink(table.file_io, table.paths, self.schema, self.options, table=table.name,
-                                        next_sequence=self._restore_sequence(latest),
+                                        next_sequence=numbering,
                                         index=IndexState(latest.index_manifest if latest else None, index_entries),
                                         shard=self.shard)
         else:
-            restore = self._restore_sequence(latest) if self.options.bucket > 0 else None
             self._appender = AppendWriter(table.file_io, table.paths, self.schema, self.options,
-                                          next_sequence=restore, shard=self.shard)
+                                          next_sequence=numbering, shard=self.shard)
         self._closed = False
+
+    def _check_sliceable(self) -> None:
+        """Slices keep a single writer's sequence order per bucket: fixed-bucket tables only."""
+        if self.shard is not None:
+            raise InvalidArgumentError(f"a writer of table {self.table.name} takes a shard (the buckets it owns) "
+                                       "or a slice (its part of the input), not both")
+        if self.options.bucket < 0:
+            kind = "a dynamic-bucket table, whose buckets one assigner per partition hands out: shard its " \
+                "writers by partition" if self.schema.primary_keys else \
+                "an append table without buckets, with no sequence to keep: give each writer its input and no slice"
+            raise UnsupportedFeatureError(f"table {self.table.name} is {kind}")
 
     def _static_filter(self) -> pc.Expression | None:
         if self.overwrite is None or self.overwrite.mode != "static" or not self.overwrite.partition:
@@ -203,6 +223,13 @@ class TableWrite:
             self.abort()
             raise
         self._closed = True
+        # A slice past its range would interleave with the next slice's rows: refused before the
+        # commit (its files, never committed, go to orphan cleanup as any prepared commit's would).
+        if self.slice is not None and self._restored is not None:
+            for message in messages:
+                restored = self._restored(message.partition.row, message.bucket)
+                for file in message.new_files:
+                    self.slice.check_range(self.table.name, restored, file.max_sequence_number)
         return messages, index
 
     def prepare(self) -> PreparedCommit:

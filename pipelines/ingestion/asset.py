@@ -33,6 +33,7 @@ from pipelines.ingestion.ranges import OnePartition, is_ranged, write_range
 from pipelines.ingestion.resumption import earlier_runs, to_resume
 from pipelines.instance_limits import ensure_pools, warn_about_gaps
 from pipelines.spec.declaration import PaimonTableSpec
+from pipelines.spec.validation import SLICE_PARAMETER
 from resources import PaimonCatalogResource, PaimonWrite, commit_user_for, keys, write_metadata, write_partition
 from resources.keys import (
     PARTITION_MAPPING_METADATA_KEY,
@@ -144,9 +145,15 @@ def permanent_failures(table: str) -> Iterator[None]:
 
 
 def resource_parameters(function: Callable[..., Any]) -> list[str]:
-    """The resources a source function asks for: every parameter after the context."""
+    """The resources a source function asks for: every parameter after the context but its slice."""
     parameters = list(inspect.signature(function).parameters.values())
-    return [p.name for p in parameters[1:] if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    return [p.name for p in parameters[1:] if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+            and p.name != SLICE_PARAMETER]
+
+
+def takes_slice(function: Callable[..., Any] | None) -> bool:
+    """Whether a source function produces a write step's part of the input (``ingest_slice``)."""
+    return function is not None and SLICE_PARAMETER in inspect.signature(function).parameters
 
 
 def code_references(spec: PaimonTableSpec, function: Callable[..., Any] | None,
@@ -294,9 +301,12 @@ def function_producer(function: Callable[..., Any], context: dg.AssetExecutionCo
     resources = {name: getattr(context.resources, name) for name in resource_parameters(function)
                  if name not in inputs}
 
+    # One step writes the whole input: a function that can produce a slice is asked for none.
+    whole = {SLICE_PARAMETER: None} if takes_slice(function) else {}
+
     def produce(table: pc.Table, partition_key: str | None, values: dict[str, str]) -> Any:
         seen = OnePartition(context, partition_key) if partition_key is not None and is_ranged(context) else context
-        return function(seen, **inputs, **resources)
+        return function(seen, **inputs, **resources, **whole)
 
     return produce
 

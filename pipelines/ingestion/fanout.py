@@ -6,18 +6,23 @@ commit messages on, and one commit step makes them one snapshot. The steps run w
 job's executor puts them (processes, Dask workers, Kubernetes pods); what travels between them
 is a few kilobytes of messages per step, through the run's IO manager.
 
-How the input is shared follows the table (as Paimon's writers do): a bucketed table gives each
-step the buckets it owns, so every step reads the whole input and writes a part of it; an
-append table without buckets gives each step its share of the partition's landed files
-(balanced by size), or calls the source function with ``ingest_slice`` so it produces its
-share. Exactly once as a single-step write: the whole write is one commit of the user that
-names (root run, asset, partition), which steps check before writing and the commit step
-before committing.
+How the input is shared follows the table. A table with fixed buckets gives each step its slice
+of the input in input order (``ingestion.fan_out: slices``, the default): a run of the
+partition's landed files (sorted by path, balanced by size) or the function called with
+``ingest_slice``; the step writes every bucket it meets, with sequence numbers reserved for its
+slice, so the commit merges as one writer's would and no step reads another's input. With
+``fan_out: buckets``, for dynamic-bucket tables, for a function without ``ingest_slice`` and
+for a single landed file, each step reads the whole input and writes the buckets it owns
+(Paimon's one writer per bucket). An append table without buckets gives each step its share of
+the files (balanced by size), or its ``ingest_slice``. Exactly once as a single-step write: the
+whole write is one commit of the user that names (root run, asset, partition), which steps check
+before writing and the commit step before committing.
 """
 
 # No `from __future__ import annotations`: Dagster reads the context annotations as real types.
 
 import heapq
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,47 +38,94 @@ from pipelines.ingestion.asset import (
     permanent_failures,
     receipt_output,
     resource_parameters,
+    takes_slice,
 )
 from pipelines.spec.declaration import PaimonTableSpec
 from pipelines.spec.validation import SLICE_PARAMETER
 from resources import PaimonCatalogResource, PaimonWrite, commit_user_for, keys
 from resources.landing_location import LandedFile
 from resources.peak_memory import peak_rss_mib, reset_peak_rss
-from resources.write_shares import WriteShare, commit_shares, prepare_share
+from resources.write_shares import (
+    SHARD_BY_BUCKET,
+    SHARE_OF_INPUT,
+    SLICE_IN_ORDER,
+    WriteShare,
+    commit_shares,
+    prepare_share,
+)
 from resources.writes import snapshot_properties
 
 
 @dataclass(frozen=True, slots=True)
 class IngestSlice:
-    """Write step ``index`` of ``count`` of a partition: the buckets it owns (``sharded``), or
-    its share of the input (``files``: its landed files; a source function gets the slice)."""
+    """Write step ``index`` of ``count`` of a partition and how it shares the input (``split``, one
+    of :data:`resources.write_shares.SPLITS`): the buckets it owns of the whole input, its slice
+    of the input in input order, or its share; ``files``: its landed files (a source function
+    gets the slice instead)."""
 
     index: int
     count: int
-    sharded: bool
+    split: str
     files: tuple[str, ...] | None = None
 
+    @property
+    def sharded(self) -> bool:
+        """The step reads the whole input and keeps the buckets it owns."""
+        return self.split == SHARD_BY_BUCKET
 
-def plan_slices(workers: int, *, sharded: bool, files: Sequence[LandedFile] | None) -> list[IngestSlice]:
+
+def plan_slices(workers: int, *, split: str, files: Sequence[LandedFile] | None) -> list[IngestSlice]:
     """The write steps of a partition.
 
-    Sharded (bucketed tables): ``workers`` steps, each owning its buckets of the whole input.
-    Otherwise each step gets a share of ``files``, largest first to the least loaded step (at
-    most one step per file), or, for a source function (``files`` None), its slice number.
+    Sharded by bucket: ``workers`` steps, each owning its buckets of the whole input. For a source
+    function (``files`` None) ``workers`` slices. Otherwise at most one step per file: in input
+    order, runs of the files sorted by path of about equal size (a single file falls back to
+    buckets); as shares, largest first to the least loaded step.
     """
-    if sharded:
-        return [IngestSlice(i, workers, True) for i in range(workers)]
-    if files is None:
-        return [IngestSlice(i, workers, False) for i in range(workers)]
+    if split == SLICE_IN_ORDER and files is not None and len(files) < 2:
+        split = SHARD_BY_BUCKET
+    if split == SHARD_BY_BUCKET or files is None:
+        return [IngestSlice(i, workers, split) for i in range(workers)]
     count = max(1, min(workers, len(files)))
+    groups = runs_in_order(files, count) if split == SLICE_IN_ORDER else balanced_shares(files, count)
+    return [IngestSlice(index, count, split, tuple(paths)) for index, paths in enumerate(groups)]
+
+
+def runs_in_order(files: Sequence[LandedFile], count: int) -> list[list[str]]:
+    """``files`` sorted by path and cut into ``count`` runs of about equal bytes (none empty): each
+    cut at the file boundary nearest its share of the total."""
+    ordered = sorted(files, key=lambda f: f.path)
+    ends = list(itertools.accumulate(max(f.size, 1) for f in ordered))
+    cuts = [0]
+    for k in range(1, count):
+        target = ends[-1] * k / count
+        first, last = cuts[-1] + 1, len(ordered) - (count - k)
+        cuts.append(min(range(first, last + 1), key=lambda cut: (abs(ends[cut - 1] - target), cut)))
+    cuts.append(len(ordered))
+    return [[f.path for f in ordered[a:b]] for a, b in itertools.pairwise(cuts)]
+
+
+def balanced_shares(files: Sequence[LandedFile], count: int) -> list[list[str]]:
+    """``files`` spread over ``count`` shares, largest first to the least loaded (each sorted)."""
     loads: list[tuple[int, int, list[str]]] = [(0, i, []) for i in range(count)]
     heapq.heapify(loads)
     for landed in sorted(files, key=lambda f: (-f.size, f.path)):
         size, index, paths = heapq.heappop(loads)
         paths.append(landed.path)
         heapq.heappush(loads, (size + landed.size, index, paths))
-    return [IngestSlice(index, count, False, tuple(sorted(paths)))
-            for _, index, paths in sorted(loads, key=lambda load: load[1])]
+    return [sorted(paths) for _, _, paths in sorted(loads, key=lambda load: load[1])]
+
+
+def split_of(spec: PaimonTableSpec) -> str:
+    """How ``spec``'s write steps share a partition (see the module docstring)."""
+    ingestion = spec.ingestion
+    assert ingestion is not None
+    if spec.bucketless_append:
+        return SHARE_OF_INPUT
+    function = ingestion.resolved_function(spec.table)
+    sliceable = function is None or takes_slice(function)
+    return SLICE_IN_ORDER if spec.fixed_buckets and ingestion.fan_out == SLICE_IN_ORDER and sliceable \
+        else SHARD_BY_BUCKET
 
 
 def _partition(context: dg.OpExecutionContext, spec: PaimonTableSpec) -> tuple[str | None, dict[str, str]]:
@@ -92,7 +144,7 @@ class _Steps:
     """What the three ops of a fanned-out table share."""
 
     spec: PaimonTableSpec
-    sharded: bool
+    split: str  # resources.write_shares.SPLITS
     wanted: tuple[str, ...]  # resources the source function asks for
     retry: dg.RetryPolicy
     pool: str
@@ -114,13 +166,15 @@ def _plan_op(steps: _Steps) -> dg.OpDefinition:
         with permanent_failures(spec.table):
             ensure_table(getattr(context.resources, steps.catalog_key), spec, context.log.warning)
         files = None
-        if landing is not None and not steps.sharded:
+        if landing is not None and steps.split != SHARD_BY_BUCKET:
             files = landing.files(key, values)
             if not files:
                 raise dg.Failure(description=f"{spec.table}: no landed files for partition {key or '-'} under "
                                  f"{landing.path}", allow_retries=False)
-        slices = plan_slices(ingestion.workers, sharded=steps.sharded, files=files)
-        how = "each writing its buckets of the whole input" if steps.sharded else "each its share of the input"
+        slices = plan_slices(ingestion.workers, split=steps.split, files=files)
+        how = {SHARD_BY_BUCKET: "each writing its buckets of the whole input",
+               SLICE_IN_ORDER: "each writing its slice of the input (in input order) into every bucket",
+               SHARE_OF_INPUT: "each its share of the input"}[slices[0].split]
         context.log.info(f"{spec.table}: {key or 'the table'} in {len(slices)} write step(s), {how}")
         for piece in slices:
             yield dg.DynamicOutput(piece, mapping_key=f"w{piece.index}")
@@ -134,7 +188,7 @@ def _write_op(steps: _Steps) -> dg.OpDefinition:
     assert ingestion is not None
     function = ingestion.resolved_function(spec.table)
     landing = ingestion.landing
-    takes_slice = function is not None and SLICE_PARAMETER in resource_parameters(function)
+    sliced = takes_slice(function)
 
     @dg.op(name=names.write_share_op(spec.table),
            ins={"ingest_slice": dg.In(IngestSlice), **{n: dg.In(dg.Any) for n in ingestion.inputs}},
@@ -149,7 +203,7 @@ def _write_op(steps: _Steps) -> dg.OpDefinition:
             table = catalog.table(spec.table)
             if function is not None:
                 arguments = {n: getattr(context.resources, n) for n in steps.wanted}
-                if takes_slice:
+                if sliced:
                     arguments[SLICE_PARAMETER] = ingest_slice
                 data = function(context, **inputs, **arguments)
             else:
@@ -158,7 +212,7 @@ def _write_op(steps: _Steps) -> dg.OpDefinition:
                                     only=ingest_slice.files, extra_columns=ingestion.extra_columns)
             share = prepare_share(table, data, mode=ingestion.mode, partition=values,
                                   commit_user=_user(context, spec, key), index=ingest_slice.index,
-                                  count=ingest_slice.count, sharded=ingest_slice.sharded,
+                                  count=ingest_slice.count, split=ingest_slice.split,
                                   policy=ingestion.input_policy())
         context.add_output_metadata({"rows": share.rows, "files": share.files, "seconds": round(share.seconds, 3),
                                      "peak_rss_mib": peak_rss_mib()})
@@ -202,9 +256,9 @@ def fanned_asset(spec: PaimonTableSpec, *, table_uri: str | None = None, declare
     ingestion = spec.ingestion
     assert ingestion is not None and ingestion.workers > 1 and ingestion.changes_of is None
     function = ingestion.resolved_function(spec.table)
-    wanted = tuple(n for n in resource_parameters(function) if n not in ingestion.inputs and n != SLICE_PARAMETER) \
+    wanted = tuple(n for n in resource_parameters(function) if n not in ingestion.inputs) \
         if function is not None else ()
-    steps = _Steps(spec, not spec.bucketless_append, wanted,
+    steps = _Steps(spec, split_of(spec), wanted,
                    dg.RetryPolicy(max_retries=ingestion.retries, delay=ingestion.retry_delay_seconds,
                                   backoff=dg.Backoff.EXPONENTIAL, jitter=dg.Jitter.PLUS_MINUS),
                    names.pool(spec.table), keys.catalog_key(catalog_name), keys.io_manager_key(catalog_name))

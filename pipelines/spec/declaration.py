@@ -212,6 +212,11 @@ class PaimonTableSpec(dg.Resolvable):
         check_checks(self)
 
     @property
+    def fixed_buckets(self) -> bool:
+        """A table with a fixed number of buckets (``bucket > 0``): its writers may take slices."""
+        return int(self.table_options().get("bucket", "-1")) > 0
+
+    @property
     def bucketless_append(self) -> bool:
         """An append table without buckets (``bucket = -1``): its writers split the input, not buckets."""
         return not self.primary_key and int(self.table_options().get("bucket", "-1")) < 0

@@ -22,8 +22,11 @@ from pipelines.cron import DEFAULT_EXPIRE_CRON, DEFAULT_ORPHANS_CRON
 from pipelines.errors import fail
 from pipelines.spec.yaml_forms import doc, function_field, text_field, type_field
 from resources.landing_location import LandingLocation
+from resources.write_shares import SHARD_BY_BUCKET, SLICE_IN_ORDER
 from resources.writes import InputPolicy
 
+# How the write steps of a fanned-out bucketed table share a partition (ingestion.fan_out).
+FAN_OUTS = (SLICE_IN_ORDER, SHARD_BY_BUCKET)
 BACKFILL_POLICIES = ("multi_run", "single_run")
 
 
@@ -124,6 +127,12 @@ class Ingestion(dg.Resolvable):
         "Write steps per partition run (Paimon's writer parallelism), committed as one snapshot. Bucketed "
         "tables give each step its buckets; append tables without buckets give each its share of the landed "
         "files, or call the function with ingest_slice (index, count).")] = 1
+    fan_out: Annotated[str, doc(
+        "With workers > 1 on a table with fixed buckets: slices (each step reads only its part of the input, "
+        "in input order: a run of the landed files, or the function's ingest_slice; writes every bucket, "
+        "numbered so the commit merges as one writer's; more level-0 files for compaction to fold) or "
+        "buckets (each step reads the whole input and writes the buckets it owns). Dynamic-bucket tables, "
+        "functions without ingest_slice and a single landed file use buckets.")] = "slices"
     backfill_policy: Annotated[str, doc(
         "multi_run (a backfill launches a run per max_partitions_per_run partitions) or single_run (a backfill, "
         "or `dagster asset materialize --partition-range`, writes the whole range in one run). Either way each "

@@ -19,7 +19,7 @@ import paimon_core as pc
 from pipelines.cron import checked_cron
 from pipelines.errors import TableDefinitionError, fail
 from pipelines.executors.named import executor_named
-from pipelines.spec.parts import BACKFILL_POLICIES
+from pipelines.spec.parts import BACKFILL_POLICIES, FAN_OUTS
 from resources.landing_location import LandingError
 from resources.partition_mapping import PartitionMappingError
 from resources.writes import EXTRA_COLUMNS, WRITE_MODES
@@ -237,6 +237,8 @@ def check_ingestion(spec: PaimonTableSpec) -> None:
 def check_workers(spec: PaimonTableSpec) -> None:
     ingestion = spec.ingestion
     assert ingestion is not None
+    if ingestion.fan_out not in FAN_OUTS:
+        raise fail(spec.table, "ingestion.fan_out", f"{ingestion.fan_out!r} is not one of {', '.join(FAN_OUTS)}")
     if ingestion.workers == 1:
         return
     if ingestion.workers < 1:

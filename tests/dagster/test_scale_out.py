@@ -25,6 +25,7 @@ import paimon_core as pc
 from pipelines import names
 from pipelines.compaction.jobs import compaction_tags, full_compaction_run_config
 from pipelines.factory import paimon_definitions
+from pipelines.ingestion.fanout import IngestSlice
 from pipelines.spec.declaration import PaimonTableSpec
 from pipelines.spec.parts import Column, Compaction, Ingestion, Partitions
 from resources import keys
@@ -33,7 +34,7 @@ from tests.support.dagster_runs import causes_of
 
 ENV = "PAIMON_SCALE_OUT"  # JSON: warehouse, landing, workers, executor, executor_config, compaction
 DAYS = ("2024-03-01", "2024-03-02")
-ACCOUNTS, CLICKS = "cdc.accounts", "web.clicks"
+ACCOUNTS, CLICKS, PROFILES = "cdc.accounts", "web.clicks", "cdc.profiles"
 SORT = [("dt", "ascending"), ("id", "ascending")]
 
 
@@ -46,8 +47,18 @@ def accounts_source(context: dg.AssetExecutionContext) -> pa.Table:
                      "name": pa.array([f"n{k}" for k in rng.integers(0, 500, n)])})
 
 
+def accounts_in_slices(context: dg.AssetExecutionContext, ingest_slice: IngestSlice | None = None) -> pa.Table:
+    """The day's account changes, or the part ``ingest_slice`` names of them (in stream order)."""
+    changes = accounts_source(context)
+    if ingest_slice is None:
+        return changes
+    bounds = np.linspace(0, changes.num_rows, ingest_slice.count + 1).astype(int)
+    return changes.slice(bounds[ingest_slice.index], bounds[ingest_slice.index + 1] - bounds[ingest_slice.index])
+
+
 def specs(settings: dict[str, Any]) -> list[PaimonTableSpec]:
     workers = int(settings.get("workers", 1))
+    split = settings.get("fan_out", "slices")
     executor = settings.get("executor")
     config = settings.get("executor_config") or {}
     fan_out = settings.get("compaction", {})
@@ -58,7 +69,8 @@ def specs(settings: dict[str, Any]) -> list[PaimonTableSpec]:
                                      Column("name", "STRING")),
             primary_key=("dt", "id"), partition_keys=("dt",), partitions=daily,
             options={"bucket": "4", "write-only": "true", "changelog-producer": "full-compaction"},
-            ingestion=Ingestion(mode="upsert", function=accounts_source, workers=workers, executor=executor,
+            ingestion=Ingestion(mode="upsert", function=accounts_in_slices if settings.get("sliced_function")
+                                else accounts_source, workers=workers, executor=executor, fan_out=split,
                                 executor_config=config, retries=1, retry_delay_seconds=0.1),
             compaction=Compaction(job="full", buckets_per_step=int(fan_out.get("buckets_per_step", 0)),
                                   commit_once=bool(fan_out.get("commit_once", False)))),
@@ -67,6 +79,14 @@ def specs(settings: dict[str, Any]) -> list[PaimonTableSpec]:
             partition_keys=("dt",), partitions=daily, options={"bucket": "-1", "write-only": "true"},
             ingestion=Ingestion(mode="overwrite", workers=workers, executor=executor, executor_config=config,
                                 landing=LandingLocation(path=settings["landing"] + "/dt={partition}/*.parquet"))),
+        PaimonTableSpec(
+            table=PROFILES, columns=(Column("dt", "STRING"), Column("id", "BIGINT"), Column("v", "BIGINT"),
+                                     Column("op", "STRING")),
+            primary_key=("dt", "id"), partition_keys=("dt",), partitions=daily,
+            options={"bucket": "3", "write-only": "true", "rowkind.field": "op"},
+            ingestion=Ingestion(mode="upsert", workers=workers, executor=executor, executor_config=config,
+                                fan_out=split, landing=LandingLocation(
+                                    path=settings["landing"] + "/profiles/dt={partition}/*.parquet"))),
     ]
 
 
@@ -100,12 +120,27 @@ def land_clicks(landing: Path, day: str, files: int = 5) -> None:
                        folder / f"part-{index}.parquet")
 
 
+def land_profiles(landing: Path, day: str, files: int = 5) -> None:
+    """Profile changes in ``files`` files whose keys repeat across files, with every row kind:
+    which version wins depends on the files' order."""
+    folder = landing / "profiles" / f"dt={day}"
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(int(day.replace("-", "")) + 7)
+    for index in range(files):
+        n = 1_500 + 500 * index
+        pq.write_table(pa.table({"id": pa.array(rng.integers(0, 1_200, n)),
+                                 "v": pa.array(rng.integers(0, 1 << 30, n)),
+                                 "op": pa.array(rng.choice(["+I", "+U", "-U", "-D"], n, p=[.4, .35, .1, .15]))}),
+                       folder / f"part-{index}.parquet")
+
+
 @pytest.fixture
 def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """``configure(**settings)`` points the definitions at a fresh warehouse of this test."""
     landing = tmp_path / "landing"
     for day in DAYS:
         land_clicks(landing, day)
+        land_profiles(landing, day)
 
     def configure(name: str = "warehouse", **settings: Any) -> dict[str, Any]:
         values = {"warehouse": str(tmp_path / name), "landing": str(landing), **settings}
@@ -167,6 +202,63 @@ def test_fanned_out_ingestion_makes_the_table_one_step_makes(setup: Any, instanc
         order = SORT if name == ACCOUNTS else [*SORT, ("url", "ascending")]
         assert many.read().sort_by(order).equals(one.read().sort_by(order))
     assert placement(table(fanned, ACCOUNTS)) == placement(table(single, ACCOUNTS))
+
+
+def run_log(instance: dg.DagsterInstance, run_id: str) -> list[str]:
+    return [entry.user_message for entry in instance.all_logs(run_id)]
+
+
+def level0_per_bucket(t: pc.Table) -> dict[tuple[str, int], int]:
+    found: dict[tuple[str, int], int] = {}
+    for split in t.plan():
+        found[(str(split.partition), split.bucket)] = sum(f.level == 0 for f in split.files)
+    return found
+
+
+@pytest.mark.parametrize("workers", [2, 4])
+def test_slice_writers_read_only_their_part_and_merge_as_one_writer(setup: Any, instance: dg.DagsterInstance,
+                                                                    workers: int) -> None:
+    """Bucketed tables from landed files, or from a function taking ingest_slice: each write step
+    reads its slice of the input in input order and writes every bucket; the table is one
+    writer's, before and after a full compaction, and the next writer numbers above the slices."""
+    single = setup("single", workers=1, sliced_function=True)
+    fanned = setup("fanned", workers=workers, sliced_function=True)
+    for day in DAYS:
+        for name in (PROFILES, ACCOUNTS):
+            setup("single", workers=1, sliced_function=True)
+            materialize(names.ingestion_job(name), day, instance)
+            setup("fanned", workers=workers, sliced_function=True)
+            result = materialize(names.ingestion_job(name), day, instance)
+            metadata = metadata_of(result, dg.AssetKey(name.split(".")))
+            assert int(metadata[keys.INGEST_WRITE_STEPS]) == workers
+            assert any("writing its slice of the input (in input order) into every bucket" in m
+                       for m in run_log(instance, result.run_id))
+    for name in (PROFILES, ACCOUNTS):
+        one, many = table(single, name), table(fanned, name)
+        assert len(many.snapshots()) == len(DAYS)
+        assert many.read().sort_by(SORT).equals(one.read().sort_by(SORT))
+        # The price: a level-0 file per slice that met the bucket, one per bucket for one writer.
+        assert set(level0_per_bucket(one).values()) == {1}
+        assert max(level0_per_bucket(many).values()) == workers
+        for t in (one, many):
+            t.compact(full=True)
+        assert many.read().sort_by(SORT).equals(one.read().sort_by(SORT))
+        assert set(level0_per_bucket(many).values()) == {0}
+    # A single-step write on top starts above every slice's sequence numbers: its version wins.
+    setup("fanned", workers=1, sliced_function=True)
+    materialize(names.ingestion_job(PROFILES), DAYS[0], instance)
+    setup("single", workers=1, sliced_function=True)
+    materialize(names.ingestion_job(PROFILES), DAYS[0], instance)
+    assert table(fanned, PROFILES).read().sort_by(SORT).equals(table(single, PROFILES).read().sort_by(SORT))
+
+
+def test_fan_out_by_buckets_keeps_one_file_per_bucket(setup: Any, instance: dg.DagsterInstance) -> None:
+    single = setup("single", workers=1)
+    materialize(names.ingestion_job(PROFILES), DAYS[0], instance)
+    fanned = setup("fanned", workers=3, fan_out="buckets")
+    result = materialize(names.ingestion_job(PROFILES), DAYS[0], instance)
+    assert any("each writing its buckets of the whole input" in m for m in run_log(instance, result.run_id))
+    assert placement(table(fanned, PROFILES)) == placement(table(single, PROFILES))
 
 
 def test_rerunning_a_partition_run_commits_nothing_twice(setup: Any, instance: dg.DagsterInstance) -> None:

@@ -16,6 +16,7 @@ from pipelines.ingestion.consumer import PendingChanges
 from pipelines.ingestion.fanout import IngestSlice, plan_slices
 from pipelines.ingestion.landing_sensor import landed_outcomes
 from resources.landing_location import LandedFile
+from resources.write_shares import SHARD_BY_BUCKET, SHARE_OF_INPUT, SLICE_IN_ORDER
 from resources.writes import chunked, zone_notes
 
 
@@ -31,11 +32,30 @@ def test_chunks_cut_the_stream_at_fixed_row_positions() -> None:
 
 def test_plan_slices_balances_files_and_shards_buckets() -> None:
     files = [LandedFile(f"f{i}", size, "") for i, size in enumerate([50, 10, 40, 30, 20, 5])]
-    slices = plan_slices(3, sharded=False, files=files)
+    slices = plan_slices(3, split=SHARE_OF_INPUT, files=files)
     assert [s.files for s in slices] == [("f0", "f5"), ("f1", "f2"), ("f3", "f4")]  # loads 55, 50, 50
-    assert plan_slices(8, sharded=False, files=files[:2]) == [IngestSlice(0, 2, False, ("f0",)),
-                                                             IngestSlice(1, 2, False, ("f1",))]
-    assert plan_slices(3, sharded=True, files=None) == [IngestSlice(i, 3, True) for i in range(3)]
+    assert plan_slices(8, split=SHARE_OF_INPUT, files=files[:2]) == [
+        IngestSlice(0, 2, SHARE_OF_INPUT, ("f0",)), IngestSlice(1, 2, SHARE_OF_INPUT, ("f1",))]
+    assert plan_slices(3, split=SHARD_BY_BUCKET, files=None) == [IngestSlice(i, 3, SHARD_BY_BUCKET) for i in range(3)]
+    assert all(s.sharded for s in plan_slices(2, split=SHARD_BY_BUCKET, files=None))
+
+
+def test_slices_in_input_order_are_runs_of_the_sorted_files() -> None:
+    # Listed out of order: slices follow the paths (the order one writer reads them in).
+    files = [LandedFile(f"f{i}", size, "") for i, size in [(3, 30), (0, 50), (5, 5), (1, 10), (4, 20), (2, 40)]]
+    slices = plan_slices(3, split=SLICE_IN_ORDER, files=files)
+    # 155 bytes: cuts nearest 51.7 and 103.3 of the running total 50, 60, 100, 130, 150, 155.
+    assert [s.files for s in slices] == [("f0",), ("f1", "f2"), ("f3", "f4", "f5")]
+    assert [(s.index, s.count, s.split) for s in slices] == [(i, 3, SLICE_IN_ORDER) for i in range(3)]
+    # Every file in one slice, in order, none empty, whatever the sizes.
+    for workers in range(1, 8):
+        got = plan_slices(workers, split=SLICE_IN_ORDER, files=files)
+        assert [p for s in got for p in s.files or ()] == [f"f{i}" for i in range(6)]
+        assert len(got) == min(workers, 6) and all(s.files for s in got)
+    # A function source gets slice numbers; a single file cannot be cut, so its steps own buckets.
+    assert plan_slices(2, split=SLICE_IN_ORDER, files=None) == [IngestSlice(i, 2, SLICE_IN_ORDER) for i in range(2)]
+    assert plan_slices(2, split=SLICE_IN_ORDER, files=files[:1]) == [
+        IngestSlice(i, 2, SHARD_BY_BUCKET) for i in range(2)]
 
 
 def test_pending_changes_need_a_snapshot() -> None:
