@@ -16,10 +16,12 @@ importable on the workers, and an IO manager every worker reaches for step outpu
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -51,13 +53,30 @@ def run_step(payload: str) -> str:
     if body is None:
         execute_step_command(payload)
         return ",".join(args.step_keys_to_execute or [])
-    with dg.DagsterInstance.from_ref(args.instance_ref) as instance:  # type: ignore[arg-type]
-        run = instance.get_run_by_id(args.run_id)
-        if run is None:
-            raise RuntimeError(f"run {args.run_id} not found in the instance the step was given")
-        for _ in body(args, instance, run):  # type: ignore[operator]
-            pass  # the events are in the instance's event log, where the executor reads them
+    instance = worker_instance(args.instance_ref)
+    run = instance.get_run_by_id(args.run_id)
+    if run is None:
+        raise RuntimeError(f"run {args.run_id} not found in the instance the step was given")
+    for _ in body(args, instance, run):  # type: ignore[operator]
+        pass  # the events are in the instance's event log, where the executor reads them
     return ",".join(args.step_keys_to_execute or [])
+
+
+_INSTANCES: dict[str, dg.DagsterInstance] = {}
+_INSTANCES_LOCK = threading.Lock()
+
+
+def worker_instance(ref: Any) -> dg.DagsterInstance:
+    """The worker process's instance for ``ref``, opened by its first step and kept for the next
+    ones (and closed when the process exits), as a code server keeps its instance: opening one per
+    step checked the storage's schema again every time, a quarter of a second of a short step."""
+    key = serialize_value(ref)
+    with _INSTANCES_LOCK:
+        instance = _INSTANCES.get(key)
+        if instance is None:
+            instance = _INSTANCES[key] = dg.DagsterInstance.from_ref(ref)
+            atexit.register(instance.dispose)
+    return instance
 
 
 def execute_step_command(payload: str) -> None:

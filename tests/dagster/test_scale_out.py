@@ -404,6 +404,10 @@ def test_dask_executor_writes_compacts_and_reads_on_the_cluster(setup: Any, inst
         assert result.success
         step_pids |= {e.pid for e in result.all_events if e.event_type_value == "STEP_START"}
     assert step_pids and step_pids <= worker_pids  # every step ran on the cluster's workers (the scheduler picks which)
+    # Each worker opened the instance once, for its first step, and kept it for the others.
+    with Client(dask_cluster) as client:
+        opened = client.run(lambda: len(__import__("pipelines.executors.dask").executors.dask._INSTANCES))
+    assert set(opened.values()) <= {0, 1} and sum(opened.values()) == len(step_pids)
     accounts, clicks = table(settings, ACCOUNTS), table(settings, CLICKS)
     assert [s.commit_kind for s in accounts.snapshots()] == ["APPEND", "APPEND", "COMPACT"]
     assert accounts.read().sort_by(SORT).equals(table(reference, ACCOUNTS).read().sort_by(SORT))
