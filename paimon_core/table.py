@@ -540,6 +540,17 @@ class Table:
 
         return to_dask(self, columns, filter, snapshot_id=snapshot_id, timestamp_ms=timestamp_ms, tag=tag)
 
+    def write_dask(self, frame: Any, *, commit_user: str, commit_identifier: int, overwrite: OverwriteArg = False,
+                   properties: Mapping[str, str] | None = None) -> CommitOutcome:
+        """Write a Dask DataFrame, a writer per partition of it on the active scheduler, committed as
+        one snapshot exactly once per ``commit_user`` and ``commit_identifier`` (needs ``dask``); on a
+        fixed-bucket table the frame's partition order is the write's order. See
+        :func:`paimon_core.write.distributed.write_dask`."""
+        from paimon_core.write.distributed import write_dask
+
+        return write_dask(self, frame, commit_user=commit_user, commit_identifier=commit_identifier,
+                          overwrite=overwrite, properties=properties)
+
     def to_pandas(self, columns: Sequence[str] | None = None, filter: Any = None, *,
                   snapshot_id: int | None = None, timestamp_ms: int | None = None,
                   tag: str | None = None) -> pd.DataFrame:
