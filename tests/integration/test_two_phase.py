@@ -223,7 +223,7 @@ _KILLED_WRITER = textwrap.dedent("""
     import numpy as np, pyarrow as pa
     import paimon_core as pc
     table = pc.Catalog(sys.argv[1]).get_table("db.t")
-    writer = table.new_write(shard=(0, 2))
+    writer = table.new_write(WRITER_ARGS)
     rng = np.random.default_rng(1)
     while True:  # until killed: flushes level-0 files as the small write buffer fills
         n = 50_000
@@ -232,14 +232,28 @@ _KILLED_WRITER = textwrap.dedent("""
 """)
 
 
-def test_a_killed_writer_leaves_only_files_orphan_cleanup_reclaims(catalog: pc.Catalog, tmp_path: Path) -> None:
+def sliced_write(table: pc.Table, data: pa.Table, count: int) -> list[bytes]:
+    """``count`` slice writers, writer ``i`` given part ``i`` of ``data`` in order."""
+    out = []
+    bounds = [i * data.num_rows // count for i in range(count + 1)]
+    for index in range(count):
+        with table.new_write(input_slice=(index, count)) as writer:
+            writer.write(data.slice(bounds[index], bounds[index + 1] - bounds[index]))
+            out.append(writer.prepare().to_bytes())
+    return out
+
+
+@pytest.mark.parametrize("how", ["shard", "slice"])
+def test_a_killed_writer_leaves_only_files_orphan_cleanup_reclaims(catalog: pc.Catalog, tmp_path: Path,
+                                                                   how: str) -> None:
     table = pk_table(catalog, "t", **{"write-buffer-size": "256 kb", "write-buffer-spillable": "false"})
     reference = pk_table(catalog, "reference")
     data = rows(4_000)
     reference.write(data)
     warehouse = catalog.warehouse
     before = files_under(Path(table.uri.removeprefix("file://")))
-    child = subprocess.Popen([sys.executable, "-c", _KILLED_WRITER, warehouse],
+    script = _KILLED_WRITER.replace("WRITER_ARGS", "shard=(0, 2)" if how == "shard" else "input_slice=(1, 2)")
+    child = subprocess.Popen([sys.executable, "-c", script, warehouse],
                              env={**os.environ, "PYTHONPATH": os.getcwd()})
     bucket_root = Path(table.uri.removeprefix("file://"))
     try:
@@ -253,8 +267,9 @@ def test_a_killed_writer_leaves_only_files_orphan_cleanup_reclaims(catalog: pc.C
         child.wait()
     leftovers = files_under(bucket_root) - before
     assert leftovers and table.latest_snapshot() is None
-    # the retried writers (both shards) commit as if the kill never happened
-    table.commit(sharded_write(table, [data], 2), commit_user="run", commit_identifier=1)
+    # the retried writers (both shards, or both slices) commit as if the kill never happened
+    retried = sharded_write(table, [data], 2) if how == "shard" else sliced_write(table, data, 2)
+    table.commit(retried, commit_user="run", commit_identifier=1)
     assert table.read().sort_by(KEYS).equals(reference.read().sort_by(KEYS))
     future = dt.datetime.now(dt.UTC) + dt.timedelta(minutes=1)
     removed = table.remove_orphan_files(older_than=future, dry_run=False, force=True)

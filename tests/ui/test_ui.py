@@ -247,6 +247,15 @@ def test_backfill_from_the_asset_page_runs_in_process(page: Page, dagster: LiveD
     expect(page.get_by_text("Failed (0)")).to_be_visible()
     screenshot("partitions")
 
+    # Each partition's write: what it wrote, the partition's rows and the table's, one count each.
+    data = dagster.graphql("""{ assetOrError(assetKey: {path: ["logs", "events"]}) { ... on Asset {
+        assetMaterializations(limit: 10) { partition metadataEntries { label } } } } }""")
+    for materialization in data["assetOrError"]["assetMaterializations"]:
+        labels = [e["label"] for e in materialization["metadataEntries"]]
+        counts = [label for label in labels if label.endswith("row_count") or label == keys.INGEST_ROWS_WRITTEN]
+        assert sorted(counts) == sorted(["dagster/row_count", "dagster/partition_row_count",
+                                         keys.INGEST_ROWS_WRITTEN]), (materialization["partition"], labels)
+
     print("\nlogs/events ingestion runs (backfill from the asset page, one per partition):")
     for summary in sorted(runs, key=lambda r: r["tags"]["dagster/partition"]):
         run = run_details(dagster, summary["runId"])
