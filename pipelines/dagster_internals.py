@@ -38,6 +38,11 @@ from dagster._core.definitions.reconstruct import ReconstructableJob, Reconstruc
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 from dagster._core.errors import DagsterUserCodeUnreachableError
 from dagster._core.execution.api import execute_run
+
+# Metadata of one partition's materialization from the last op of a graph asset in a run of
+# several partitions (an @asset's context has add_asset_metadata; a graph asset's ops get an
+# OpExecutionContext without it).
+from dagster._core.execution.context.system import StepExecutionContext
 from dagster._core.execution.retries import RetryMode, get_retries_config
 from dagster._core.execution.tags import get_tag_concurrency_limits_config
 from dagster._core.executor.step_delegating import (
@@ -121,6 +126,9 @@ INTERNALS: tuple[Internal, ...] = (
     Internal("dagster._serdes", "deserialize_value", "read the answer", "none", ("val", "as_type", "whitelist_map")),
     Internal("dagster._core.errors", "DagsterUserCodeUnreachableError", "the code server is not there",
              "dg.DagsterError (too broad: a timeout is not an absence)"),
+    Internal("dagster._core.execution.context.system", "StepExecutionContext",
+             "add_asset_metadata for one partition from a graph asset's last op in a ranged run",
+             "dg.AssetExecutionContext.add_asset_metadata (@asset ops only)"),
     Internal("dagster._cli.api", "_execute_step_command_body",
              "execute a step in the Dask worker's process (the body of `dagster api execute_step`)",
              "the `dagster api execute_step` command in a subprocess (used when this is gone)",
@@ -231,3 +239,10 @@ __all__ = [
     "run_worker_gone",
     "validate_config",
 ]
+
+
+def add_partition_metadata(context: dg.OpExecutionContext, metadata: Mapping[str, Any], partition_key: str) -> None:
+    """What ``dg.AssetExecutionContext.add_asset_metadata(metadata, partition_key=)`` does, for the
+    op of a graph asset whose output is the asset: metadata of that partition's materialization."""
+    step: StepExecutionContext = context._step_execution_context
+    step.add_asset_metadata(metadata=metadata, partition_key=partition_key)

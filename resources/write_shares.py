@@ -52,10 +52,12 @@ class WriteShare:
     files: int = 0
     kinds: Mapping[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    partition_key: str | None = None  # in a run writing several partitions, the one this share is of
 
 
 def prepare_share(table: pc.Table, data: Any, *, mode: str, partition: Mapping[str, str], commit_user: str,
-                  index: int, count: int, split: str, policy: InputPolicy = DEFAULT_POLICY) -> WriteShare:
+                  index: int, count: int, split: str, policy: InputPolicy = DEFAULT_POLICY,
+                  partition_key: str | None = None) -> WriteShare:
     """Write step ``index`` of ``count``'s rows into files, committing nothing.
 
     ``split``: :data:`SHARD_BY_BUCKET`, the step sees the whole input and writes the buckets it
@@ -72,7 +74,7 @@ def prepare_share(table: pc.Table, data: Any, *, mode: str, partition: Mapping[s
     if table.find_commit(commit_user, COMMIT_IDENTIFIER) is not None:
         log.info("%s: the commit of %s already landed; write step %d of %d writes nothing", table.name,
                  commit_user, index, count)
-        return WriteShare(index, count, None)
+        return WriteShare(index, count, None, partition_key=partition_key)
     overwrite: bool | dict[str, str] = dict(partition) if mode == "overwrite" else False
     kind_column = table.options.rowkind_field if schema.primary_keys else None
     # Sharded steps all see the whole input, so the first counts its kinds for the write.
@@ -89,7 +91,7 @@ def prepare_share(table: pc.Table, data: Any, *, mode: str, partition: Mapping[s
     log.info("%s: write step %d of %d prepared %d rows in %d files", table.name, index, count, prepared.rows,
              prepared.files)
     return WriteShare(index, count, prepared.to_bytes(), prepared.rows, prepared.files, kinds,
-                      time.monotonic() - started)
+                      time.monotonic() - started, partition_key)
 
 
 def commit_shares(table: pc.Table, shares: Sequence[WriteShare], *, mode: str, partition: Mapping[str, str],

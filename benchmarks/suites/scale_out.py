@@ -50,6 +50,7 @@ TABLE = "bench.accounts"
 DAYS = [f"2024-05-0{d + 1}" for d in range(8)]
 SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.int64()), ("name", pa.string()),
                     ("score", pa.float64())])
+RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 VARIANTS = ("in-process", "multiprocess x1", "multiprocess x2", "dask x1", "dask x2")
 
 
@@ -62,6 +63,7 @@ def spec(settings: dict[str, Any]) -> PaimonTableSpec:
         options={"bucket": "4", "write-only": "true"},
         ingestion=Ingestion(mode="upsert", workers=int(settings["workers"]), executor=settings.get("executor"),
                             executor_config=settings.get("executor_config") or {},
+                            backfill_policy="single_run" if settings.get("ranged") else "multi_run",
                             landing=LandingLocation(path=settings["landing"] + "/dt={partition}/*.parquet")),
         compaction=Compaction(commit_once=True))
 
@@ -153,6 +155,7 @@ class Setup:
     instance: dg.DagsterInstance
     days: list[str]
     quiet_wait: float
+    ranged: bool  # the backfill as one run of the whole range, else a run per partition
 
 
 def variant(name: str, setup: Setup, *, executor: str | None, config: dict[str, Any], workers: int) -> dict[str, Any]:
@@ -161,13 +164,15 @@ def variant(name: str, setup: Setup, *, executor: str | None, config: dict[str, 
     pressure = wait_quiet(setup.quiet_wait)
     backfill_wh = root / f"backfill-{name}"
     settings = {"warehouse": str(backfill_wh), "landing": str(landing), "workers": workers, "executor": executor,
-                "executor_config": config}
+                "executor_config": config, "ranged": setup.ranged}
     backfill = 0.0
     write_rss: list[float] = []
     backfill_work, backfill_steps = 0.0, 0
-    for day in days:
-        wall, (steps, rss) = execute(names.ingestion_job(TABLE), settings, instance,
-                                     tags={"dagster/partition": day})
+    # The whole range in one run (backfill_policy single_run: every partition's write steps at once),
+    # or a run per partition, one after the other (one writer per table).
+    runs = [{RANGE_START: days[0], RANGE_END: days[-1]}] if setup.ranged else [{"dagster/partition": d} for d in days]
+    for tags in runs:
+        wall, (steps, rss) = execute(names.ingestion_job(TABLE), settings, instance, tags=tags)
         backfill += wall
         write_rss += rss
         backfill_work += sum(steps.values())
@@ -210,13 +215,13 @@ def pin_workers(client: Any) -> None:
 
 
 def run_variants(root: Path, landing: Path, base: Path, days: list[str], names: list[str],
-                 quiet_wait: float) -> list[dict[str, Any]]:
+                 quiet_wait: float, ranged: bool) -> list[dict[str, Any]]:
     from distributed import Client, LocalCluster
 
     results = []
     (root / "dagster").mkdir()
     with dg.instance_for_test(temp_dir=str(root / "dagster")) as instance:
-        setup = Setup(root, landing, base, instance, days, quiet_wait)
+        setup = Setup(root, landing, base, instance, days, quiet_wait, ranged)
         for name in names:
             kind, _, count = name.partition(" x")
             if kind == "in-process":
@@ -247,7 +252,7 @@ def run(run: SuiteRun) -> Result:
     os.environ["PYTHONPATH"] = str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")
     landing = generate(root, args.rows, days)
     base = compaction_input(root, landing, days)
-    results = run_variants(root, landing, base, days, args.variants, args.quiet_wait)
+    results = run_variants(root, landing, base, days, args.variants, args.quiet_wait, args.backfill == "range")
     header = ("variant", "backfill s", "x1/x2", "full compaction s", "x1/x2", "commit s (share)", "steps",
               "step work s, backfill / compaction", "overhead per step s, backfill / compaction",
               "peak RSS write / compact MiB")
@@ -259,9 +264,10 @@ def run(run: SuiteRun) -> Result:
     wait_quiet(args.quiet_wait)
     rates = core_rates.measure(landing, days[0], root / "rates",
                                commit_files=core_rates.QUICK_COMMIT_FILES if args.quick else core_rates.COMMIT_FILES)
-    run.meta.update(rows=args.rows, days=days, variants=args.variants)
-    title = (f"Scale-out benchmark: {args.rows:,} rows, {len(days)} partitions x 4 buckets; compaction: 4 level-0 "
-             "runs per bucket, a step per partition, one commit")
+    run.meta.update(rows=args.rows, days=days, variants=args.variants, backfill=args.backfill)
+    how = "one run of the range" if args.backfill == "range" else "a run per partition"
+    title = (f"Scale-out benchmark: {args.rows:,} rows, {len(days)} partitions x 4 buckets, backfill as {how}; "
+             "compaction: 4 level-0 runs per bucket, a step per partition, one commit")
     return Result(title, markdown(header, rows) + "\n\n" + rates_report(rates),
                   {"rows": args.rows, "results": results, "per_core": rates})
 
@@ -285,6 +291,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--days", type=int, default=len(DAYS), choices=range(1, len(DAYS) + 1),
                         help="partitions backfilled and compacted")
     parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
+    parser.add_argument("--backfill", choices=("range", "partitions"), default="range",
+                        help="the backfill as one run of the whole range (backfill_policy single_run), or a run "
+                             "per partition")
 
 
 def configure(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:

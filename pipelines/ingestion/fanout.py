@@ -23,8 +23,9 @@ before writing and the commit step before committing.
 
 import heapq
 import itertools
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import dagster as dg
@@ -36,10 +37,11 @@ from pipelines.ingestion.asset import (
     code_references,
     ensure_table,
     permanent_failures,
-    receipt_output,
+    receipt_metadata,
     resource_parameters,
     takes_slice,
 )
+from pipelines.ingestion.ranges import OnePartition, write_range
 from pipelines.spec.declaration import PaimonTableSpec
 from pipelines.spec.validation import SLICE_PARAMETER
 from resources import PaimonCatalogResource, PaimonWrite, commit_user_for, keys
@@ -67,6 +69,7 @@ class IngestSlice:
     count: int
     split: str
     files: tuple[str, ...] | None = None
+    partition: str | None = None  # in a run of several partitions, the one this step writes
 
     @property
     def sharded(self) -> bool:
@@ -128,10 +131,21 @@ def split_of(spec: PaimonTableSpec) -> str:
         else SHARD_BY_BUCKET
 
 
-def _partition(context: dg.OpExecutionContext, spec: PaimonTableSpec) -> tuple[str | None, dict[str, str]]:
-    key = context.partition_key if context.has_partition_key else None
+def _partitions(context: dg.OpExecutionContext) -> list[str | None]:
+    """The partitions this run writes: one, the run's range in order, or none (an unpartitioned table)."""
+    if context.has_partition_key:
+        return [context.partition_key]
+    return list(context.partition_keys) if context.has_partition_key_range else [None]
+
+
+def _values(spec: PaimonTableSpec, key: str | None) -> dict[str, str]:
     mapping = spec.partition_mapping()
-    return key, (mapping.values(key) if mapping is not None and key is not None else {})
+    return mapping.values(key) if mapping is not None and key is not None else {}
+
+
+def _mapping_key(key: str | None, index: int, ranged: bool) -> str:
+    """``w<index>``, prefixed in a run of several partitions by the partition (as Dagster's keys allow)."""
+    return f"{re.sub(r'[^A-Za-z0-9_]', '_', key or '')}_w{index}" if ranged else f"w{index}"
 
 
 def _user(context: dg.OpExecutionContext, spec: PaimonTableSpec, key: str | None) -> str:
@@ -161,23 +175,27 @@ def _plan_op(steps: _Steps) -> dg.OpDefinition:
     @dg.op(name=names.plan_writes_op(spec.table), out=dg.DynamicOut(IngestSlice),
            required_resource_keys={steps.catalog_key}, pool=steps.pool, tags={keys.OPERATION_TAG: "plan-writes"})
     def plan_writes(context: dg.OpExecutionContext) -> Any:
-        """Create the table if needed and fan the partition out to its write steps."""
-        key, values = _partition(context, spec)
+        """Create the table if needed and fan each partition of the run out to its write steps (the
+        steps of every partition of a ranged run at once, each partition committed on its own)."""
         with permanent_failures(spec.table):
             ensure_table(getattr(context.resources, steps.catalog_key), spec, context.log.warning)
-        files = None
-        if landing is not None and steps.split != SHARD_BY_BUCKET:
-            files = landing.files(key, values)
-            if not files:
-                raise dg.Failure(description=f"{spec.table}: no landed files for partition {key or '-'} under "
-                                 f"{landing.path}", allow_retries=False)
-        slices = plan_slices(ingestion.workers, split=steps.split, files=files)
-        how = {SHARD_BY_BUCKET: "each writing its buckets of the whole input",
-               SLICE_IN_ORDER: "each writing its slice of the input (in input order) into every bucket",
-               SHARE_OF_INPUT: "each its share of the input"}[slices[0].split]
-        context.log.info(f"{spec.table}: {key or 'the table'} in {len(slices)} write step(s), {how}")
-        for piece in slices:
-            yield dg.DynamicOutput(piece, mapping_key=f"w{piece.index}")
+        wanted = _partitions(context)
+        ranged = len(wanted) > 1
+        for key in wanted:
+            files = None
+            if landing is not None and steps.split != SHARD_BY_BUCKET:
+                files = landing.files(key, _values(spec, key))
+                if not files:
+                    raise dg.Failure(description=f"{spec.table}: no landed files for partition {key or '-'} under "
+                                     f"{landing.path}", allow_retries=False)
+            slices = plan_slices(ingestion.workers, split=steps.split, files=files)
+            how = {SHARD_BY_BUCKET: "each writing its buckets of the whole input",
+                   SLICE_IN_ORDER: "each writing its slice of the input (in input order) into every bucket",
+                   SHARE_OF_INPUT: "each its share of the input"}[slices[0].split]
+            context.log.info(f"{spec.table}: {key or 'the table'} in {len(slices)} write step(s), {how}")
+            for piece in slices:
+                yield dg.DynamicOutput(replace(piece, partition=key if ranged else None),
+                                       mapping_key=_mapping_key(key, piece.index, ranged))
 
     return plan_writes
 
@@ -196,7 +214,8 @@ def _write_op(steps: _Steps) -> dg.OpDefinition:
            tags={keys.OPERATION_TAG: f"write-{ingestion.mode}"})
     def write_share(context: dg.OpExecutionContext, ingest_slice: IngestSlice, **inputs: Any) -> WriteShare:
         """Write this step's share of the partition into files; the commit step commits them."""
-        key, values = _partition(context, spec)
+        key = ingest_slice.partition if ingest_slice.partition is not None else _partitions(context)[0]
+        values = _values(spec, key)
         catalog: PaimonCatalogResource = getattr(context.resources, steps.catalog_key)
         reset_peak_rss()
         with permanent_failures(spec.table):
@@ -205,7 +224,8 @@ def _write_op(steps: _Steps) -> dg.OpDefinition:
                 arguments = {n: getattr(context.resources, n) for n in steps.wanted}
                 if sliced:
                     arguments[SLICE_PARAMETER] = ingest_slice
-                data = function(context, **inputs, **arguments)
+                seen = OnePartition(context, key) if ingest_slice.partition is not None else context  # type: ignore[arg-type]
+                data = function(seen, **inputs, **arguments)
             else:
                 assert landing is not None
                 data = landing.read(key, table.arrow_schema, table=spec.table, values=values, fill=values,
@@ -213,6 +233,7 @@ def _write_op(steps: _Steps) -> dg.OpDefinition:
             share = prepare_share(table, data, mode=ingestion.mode, partition=values,
                                   commit_user=_user(context, spec, key), index=ingest_slice.index,
                                   count=ingest_slice.count, split=ingest_slice.split,
+                                  partition_key=ingest_slice.partition,
                                   policy=ingestion.input_policy())
         context.add_output_metadata({"rows": share.rows, "files": share.files, "seconds": round(share.seconds, 3),
                                      "peak_rss_mib": peak_rss_mib()})
@@ -226,26 +247,35 @@ def _commit_op(steps: _Steps) -> dg.OpDefinition:
     ingestion = spec.ingestion
     assert ingestion is not None
 
-    @dg.op(name=names.commit_op(spec.table), out=dg.Out(PaimonWrite, io_manager_key=steps.io_manager_key),
+    @dg.op(name=names.commit_op(spec.table), out=dg.Out(io_manager_key=steps.io_manager_key),
            required_resource_keys={steps.catalog_key}, retry_policy=steps.retry, pool=steps.pool,
            tags={keys.OPERATION_TAG: "commit-writes"})
-    def commit_writes(context: dg.OpExecutionContext, shares: list[WriteShare]) -> dg.Output[PaimonWrite]:
-        """Commit every write step's files as one snapshot of the partition (exactly once)."""
-        key, values = _partition(context, spec)
+    def commit_writes(context: dg.OpExecutionContext, shares: list[WriteShare]) -> dg.Output[PaimonWrite | None]:
+        """Commit every write step's files as one snapshot per partition (exactly once each)."""
         catalog: PaimonCatalogResource = getattr(context.resources, steps.catalog_key)
-        ordered = sorted(shares, key=lambda s: s.index)
         with permanent_failures(spec.table):
             table = catalog.table(spec.table)
-            receipt = commit_shares(table, ordered, mode=ingestion.mode, partition=values,
-                                    commit_user=_user(context, spec, key),
-                                    properties=snapshot_properties(run_id=context.run_id,
-                                                                   asset_key=spec.key.to_user_string(),
-                                                                   partition_key=key, mode=ingestion.mode),
-                                    policy=ingestion.input_policy())
-        return receipt_output(context, spec, table, values, receipt, **{
-            keys.INGEST_WRITE_STEPS: len(ordered),
-            keys.INGEST_ROWS_PER_STEP: ", ".join(str(s.rows) for s in ordered),
-            keys.INGEST_SLOWEST_STEP_S: round(max((s.seconds for s in ordered), default=0.0), 3)})
+        wanted = _partitions(context)
+
+        def commit(key: str | None) -> tuple[PaimonWrite, dict[str, Any]]:
+            ordered = sorted((s for s in shares if len(wanted) == 1 or s.partition_key == key), key=lambda s: s.index)
+            values = _values(spec, key)
+            with permanent_failures(spec.table):
+                receipt = commit_shares(table, ordered, mode=ingestion.mode, partition=values,
+                                        commit_user=_user(context, spec, key),
+                                        properties=snapshot_properties(run_id=context.run_id,
+                                                                       asset_key=spec.key.to_user_string(),
+                                                                       partition_key=key, mode=ingestion.mode),
+                                        policy=ingestion.input_policy())
+            return receipt, receipt_metadata(context, spec, table, values, receipt, key, **{
+                keys.INGEST_WRITE_STEPS: len(ordered),
+                keys.INGEST_ROWS_PER_STEP: ", ".join(str(s.rows) for s in ordered),
+                keys.INGEST_SLOWEST_STEP_S: round(max((s.seconds for s in ordered), default=0.0), 3)})
+
+        if len(wanted) > 1:
+            return write_range(context, spec.table, commit)
+        receipt, metadata = commit(wanted[0])
+        return dg.Output(receipt, metadata=metadata)
 
     return commit_writes
 
@@ -281,5 +311,5 @@ def fanned_asset(spec: PaimonTableSpec, *, table_uri: str | None = None, declare
     decorate = dg.graph_asset(
         key=spec.key, group_name=spec.group_name, description=description, owners=list(spec.owners) or None,
         tags=dict(spec.tags) or None, kinds=asset_kinds(spec), partitions_def=spec.partitions_def(),
-        metadata=metadata, ins=ins or None)
+        metadata=metadata, ins=ins or None, backfill_policy=ingestion.dagster_backfill_policy())
     return decorate(compose)

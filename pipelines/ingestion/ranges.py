@@ -17,6 +17,7 @@ from typing import Any
 
 import dagster as dg
 
+from pipelines.dagster_internals import add_partition_metadata
 from resources import PaimonWrite, keys
 
 
@@ -77,12 +78,13 @@ def is_ranged(context: dg.AssetExecutionContext) -> bool:
     return not context.has_partition_key and context.has_partition_key_range
 
 
-def write_range(context: dg.AssetExecutionContext, table: str,
+def write_range(context: dg.AssetExecutionContext | dg.OpExecutionContext, table: str,
                 write: Callable[[str], tuple[PaimonWrite, dict[str, Any]]]) -> dg.Output[PaimonWrite | None]:
     """Write each partition of the run's range with ``write(key)`` (its receipt and metadata).
 
     Each partition's metadata is its own materialization's. The output itself carries only the
-    range, so no partition's figures are shown on another.
+    range, so no partition's figures are shown on another. ``context``: the asset's, or that of
+    the last op of a graph asset (a fanned-out write, whose steps wrote every partition first).
     """
     wanted = list(context.partition_keys)
     written: list[tuple[str, PaimonWrite, dict[str, Any]]] = []
@@ -100,7 +102,10 @@ def write_range(context: dg.AssetExecutionContext, table: str,
                 raise dg.Failure(description=f"{exc.description} (partition {key}; {note})",
                                  metadata=exc.metadata, allow_retries=exc.allow_retries) from exc
             raise
-        context.add_asset_metadata(metadata, partition_key=key)
+        if isinstance(context, dg.AssetExecutionContext):
+            context.add_asset_metadata(metadata, partition_key=key)
+        else:
+            add_partition_metadata(context, metadata, key)
         written.append((key, receipt, metadata))
     rows = sum(receipt.rows_written for _, receipt, _ in written)
     context.log.info(f"{table}: wrote {len(written)} partition(s), {rows:,} rows")
@@ -108,8 +113,8 @@ def write_range(context: dg.AssetExecutionContext, table: str,
         f"{wanted[0]} ... {wanted[-1]} ({len(wanted)})")})
 
 
-def record_written(context: dg.AssetExecutionContext, written: Sequence[tuple[str, PaimonWrite, dict[str, Any]]]
-                   ) -> None:
+def record_written(context: dg.AssetExecutionContext | dg.OpExecutionContext,
+                   written: Sequence[tuple[str, PaimonWrite, dict[str, Any]]]) -> None:
     """Materializations of the partitions a failing ranged step committed: they are in the table,
     though the step will not reach its output."""
     for key, _, metadata in written:

@@ -136,7 +136,8 @@ class Ingestion(dg.Resolvable):
     backfill_policy: Annotated[str, doc(
         "multi_run (a backfill launches a run per max_partitions_per_run partitions) or single_run (a backfill, "
         "or `dagster asset materialize --partition-range`, writes the whole range in one run). Either way each "
-        "partition is its own exactly-once commit with its own materialization.")] = "multi_run"
+        "partition is its own exactly-once commit with its own materialization; with workers > 1 the write "
+        "steps of every partition of the run are fanned out at once.")] = "multi_run"
     max_partitions_per_run: Annotated[int, doc("With multi_run: the partitions a backfill puts in one "
                                                "run.")] = 1
     inputs: Annotated[dict[str, Input], doc("Upstream assets the function receives by name.")] = \

@@ -310,7 +310,6 @@ def check_backfill(spec: PaimonTableSpec) -> None:
     # Each of these is a limit of a run writing partitions in turn, not of the declaration.
     for given, why in ((ingestion.inputs, "inputs (Dagster loads an input for the whole range at once, and "
                         "each partition's function must get its own)"),
-                       (ingestion.workers > 1, "workers > 1 (a fanned-out write is one partition's steps)"),
                        (ingestion.commit_every_rows, "commit_every_rows (a later run could not resume one "
                         "partition's unfinished chunks of a run that wrote a range)")):
         if given:

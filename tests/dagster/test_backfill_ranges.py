@@ -213,7 +213,6 @@ def ranged_spec(partitions: Partitions | None = None, **ingestion: object) -> Pa
     ({"max_partitions_per_run": 0}, "must be at least 1"),
     ({"backfill_policy": "single_run", "max_partitions_per_run": 4}, "drop max_partitions_per_run"),
     ({"backfill_policy": "single_run", "inputs": {"up": Input(("a", "b"))}}, "cannot have inputs"),
-    ({"backfill_policy": "single_run", "workers": 2}, "cannot have workers > 1"),
     ({"max_partitions_per_run": 2, "commit_every_rows": 100}, "cannot have commit_every_rows"),
 ])
 def test_what_a_run_of_several_partitions_cannot_do_is_refused(ingestion: dict[str, object], said: str) -> None:

@@ -71,6 +71,7 @@ def specs(settings: dict[str, Any]) -> list[PaimonTableSpec]:
             options={"bucket": "4", "write-only": "true", "changelog-producer": "full-compaction"},
             ingestion=Ingestion(mode="upsert", function=accounts_in_slices if settings.get("sliced_function")
                                 else accounts_source, workers=workers, executor=executor, fan_out=split,
+                                backfill_policy=settings.get("backfill_policy", "multi_run"),
                                 executor_config=config, retries=1, retry_delay_seconds=0.1),
             compaction=Compaction(job="full", buckets_per_step=int(fan_out.get("buckets_per_step", 0)),
                                   commit_once=bool(fan_out.get("commit_once", False)))),
@@ -85,7 +86,8 @@ def specs(settings: dict[str, Any]) -> list[PaimonTableSpec]:
             primary_key=("dt", "id"), partition_keys=("dt",), partitions=daily,
             options={"bucket": "3", "write-only": "true", "rowkind.field": "op"},
             ingestion=Ingestion(mode="upsert", workers=workers, executor=executor, executor_config=config,
-                                fan_out=split, landing=LandingLocation(
+                                fan_out=split, backfill_policy=settings.get("backfill_policy", "multi_run"),
+                                landing=LandingLocation(
                                     path=settings["landing"] + "/profiles/dt={partition}/*.parquet"))),
     ]
 
@@ -250,6 +252,48 @@ def test_slice_writers_read_only_their_part_and_merge_as_one_writer(setup: Any, 
     setup("single", workers=1, sliced_function=True)
     materialize(names.ingestion_job(PROFILES), DAYS[0], instance)
     assert table(fanned, PROFILES).read().sort_by(SORT).equals(table(single, PROFILES).read().sort_by(SORT))
+
+
+RANGE = {"dagster/asset_partition_range_start": DAYS[0], "dagster/asset_partition_range_end": DAYS[-1]}
+
+
+def test_a_run_of_several_partitions_fans_them_all_out_and_commits_each(setup: Any,
+                                                                        instance: dg.DagsterInstance) -> None:
+    """backfill_policy single_run with workers > 1: every partition's write steps in one run (so a
+    second worker has work while a partition commits), each partition its own exactly-once commit
+    and materialization, as a run per partition would make them."""
+    single = setup("single", workers=1, sliced_function=True)
+    for day in DAYS:
+        for name in (PROFILES, ACCOUNTS):
+            materialize(names.ingestion_job(name), day, instance)
+    ranged = setup("ranged", workers=2, sliced_function=True, backfill_policy="single_run", executor="in_process")
+    for name in (PROFILES, ACCOUNTS):
+        key = dg.AssetKey(name.split("."))
+        job = reconstructable(names.ingestion_job(name), ranged)
+        with dg.execute_job(job, instance=instance, tags=RANGE) as result:
+            assert result.success
+            writes = sorted(e.step_key for e in result.all_events if e.event_type_value == "STEP_SUCCESS"
+                            and names.write_share_op(name) in (e.step_key or ""))
+            run_id = result.run_id
+        assert [w.rsplit("[", 1)[1] for w in writes] == [f"{d.replace('-', '_')}_w{i}]" for d in DAYS for i in range(2)]
+        found = [m for m in materializations_of(instance, key) if m.tags and m.tags.get("dagster/run_id") == run_id] \
+            or materializations_of(instance, key)[: len(DAYS)]
+        assert sorted(m.partition for m in found) == list(DAYS)
+        assert all(int(m.metadata[keys.INGEST_WRITE_STEPS].value) == 2 for m in found)
+        one, many = table(single, name), table(ranged, name)
+        assert len(many.snapshots()) == len(DAYS)  # a commit per partition
+        assert many.read().sort_by(SORT).equals(one.read().sort_by(SORT))
+        # Every step again (a re-execution): each partition's commit is found, nothing written twice.
+        with dg.execute_job(job, instance=instance, tags=RANGE,
+                            reexecution_options=dg.ReexecutionOptions(parent_run_id=run_id)) as again:
+            assert again.success
+        assert len(many.snapshots()) == len(DAYS)
+        assert many.remove_orphan_files(older_than=2**62, force=True).orphans == ()
+
+
+def materializations_of(instance: dg.DagsterInstance, key: dg.AssetKey) -> list[Any]:
+    records = instance.fetch_materializations(key, limit=100).records
+    return [r.asset_materialization for r in records if r.asset_materialization is not None]
 
 
 def test_fan_out_by_buckets_keeps_one_file_per_bucket(setup: Any, instance: dg.DagsterInstance) -> None:
