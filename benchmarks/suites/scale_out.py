@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -158,11 +159,12 @@ class Setup:
     ranged: bool  # the backfill as one run of the whole range, else a run per partition
 
 
-def variant(name: str, setup: Setup, *, executor: str | None, config: dict[str, Any], workers: int) -> dict[str, Any]:
-    """One executor setting: the backfill (a run per partition) and the full compaction."""
+def variant(name: str, setup: Setup, *, executor: str | None, config: dict[str, Any], workers: int,
+            rep: int = 0) -> dict[str, Any]:
+    """One executor setting, once: the backfill and the full compaction, each on a fresh copy."""
     root, landing, base, instance, days = setup.root, setup.landing, setup.base, setup.instance, setup.days
     pressure = wait_quiet(setup.quiet_wait)
-    backfill_wh = root / f"backfill-{name}"
+    backfill_wh = root / f"backfill-{name}-{rep}"
     settings = {"warehouse": str(backfill_wh), "landing": str(landing), "workers": workers, "executor": executor,
                 "executor_config": config, "ranged": setup.ranged}
     backfill = 0.0
@@ -178,7 +180,7 @@ def variant(name: str, setup: Setup, *, executor: str | None, config: dict[str, 
         backfill_work += sum(steps.values())
         backfill_steps += len(steps)
     rows = pc.Catalog(str(backfill_wh)).get_table(TABLE).read(columns=["id"]).num_rows
-    compact_wh = root / f"compact-{name}"
+    compact_wh = root / f"compact-{name}-{rep}"
     shutil.copytree(base, compact_wh)
     settings = {**settings, "warehouse": str(compact_wh)}
     wall, (durations, rss) = execute(names.full_compaction_job(TABLE), settings, instance,
@@ -215,32 +217,48 @@ def pin_workers(client: Any) -> None:
 
 
 def run_variants(root: Path, landing: Path, base: Path, days: list[str], names: list[str],
-                 quiet_wait: float, ranged: bool) -> list[dict[str, Any]]:
+                 quiet_wait: float, ranged: bool, reps: int = 1) -> list[dict[str, Any]]:
+    """Every variant ``reps`` times, the variants alternating within a repetition; each variant's
+    figures are the medians of its repetitions (each repetition kept in ``reps``)."""
     from distributed import Client, LocalCluster
 
-    results = []
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
     (root / "dagster").mkdir()
     with dg.instance_for_test(temp_dir=str(root / "dagster")) as instance:
         setup = Setup(root, landing, base, instance, days, quiet_wait, ranged)
-        for name in names:
-            kind, _, count = name.partition(" x")
-            if kind == "in-process":
-                results.append(variant(name, setup, executor=None, config={}, workers=1))
-            elif kind == "multiprocess":
-                config = {"max_concurrent": int(count), "start_method": {"forkserver": {}}}
-                results.append(variant(name, setup, executor="multiprocess", config=config, workers=2))
-            else:
-                with LocalCluster(n_workers=int(count), threads_per_worker=1, processes=True, host="127.0.0.1",
-                                  dashboard_address="127.0.0.1:0") as cluster, Client(cluster) as client:
-                    pin_workers(client)
-                    config = {"cluster": {"existing": {"address": cluster.scheduler_address}}}
-                    results.append(variant(name, setup, executor="dask", config=config, workers=2))
+        for rep in range(reps):
+            for name in names:
+                kind, _, count = name.partition(" x")
+                if kind == "in-process":
+                    runs[name].append(variant(name, setup, executor=None, config={}, workers=1, rep=rep))
+                elif kind == "multiprocess":
+                    config = {"max_concurrent": int(count), "start_method": {"forkserver": {}}}
+                    runs[name].append(variant(name, setup, executor="multiprocess", config=config, workers=2,
+                                              rep=rep))
+                else:
+                    with LocalCluster(n_workers=int(count), threads_per_worker=1, processes=True, host="127.0.0.1",
+                                      dashboard_address="127.0.0.1:0") as cluster, Client(cluster) as client:
+                        pin_workers(client)
+                        config = {"cluster": {"existing": {"address": cluster.scheduler_address}}}
+                        runs[name].append(variant(name, setup, executor="dask", config=config, workers=2, rep=rep))
+    results = [medians(name, each) for name, each in runs.items()]
     by_name = {r["variant"]: r for r in results}
     for r in results:
         one = by_name.get(r["variant"].replace("x2", "x1")) if "x2" in r["variant"] else None
         r["speedup_vs_x1"] = round(one["compaction_s"] / r["compaction_s"], 2) if one else None
         r["backfill_speedup_vs_x1"] = round(one["backfill_s"] / r["backfill_s"], 2) if one else None
     return results
+
+
+def medians(name: str, each: list[dict[str, Any]]) -> dict[str, Any]:
+    """A variant's repetitions as one row: the median of every number, the spread of the two walls."""
+    row: dict[str, Any] = {"variant": name, "reps": each}
+    for key, value in each[0].items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            row[key] = round(statistics.median(r[key] for r in each), 3)
+    for key in ("backfill_s", "compaction_s"):
+        row[f"{key}_range"] = f"{min(r[key] for r in each)}-{max(r[key] for r in each)}"
+    return row
 
 
 def run(run: SuiteRun) -> Result:
@@ -252,11 +270,13 @@ def run(run: SuiteRun) -> Result:
     os.environ["PYTHONPATH"] = str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")
     landing = generate(root, args.rows, days)
     base = compaction_input(root, landing, days)
-    results = run_variants(root, landing, base, days, args.variants, args.quiet_wait, args.backfill == "range")
+    results = run_variants(root, landing, base, days, args.variants, args.quiet_wait, args.backfill == "range",
+                           args.reps)
     header = ("variant", "backfill s", "x1/x2", "full compaction s", "x1/x2", "commit s (share)", "steps",
               "step work s, backfill / compaction", "overhead per step s, backfill / compaction",
               "peak RSS write / compact MiB")
-    rows = [[r["variant"], str(r["backfill_s"]), str(r["backfill_speedup_vs_x1"] or "-"), str(r["compaction_s"]),
+    rows = [[r["variant"], f"{r['backfill_s']} ({r['backfill_s_range']})", str(r["backfill_speedup_vs_x1"] or "-"),
+             f"{r['compaction_s']} ({r['compaction_s_range']})",
              str(r["speedup_vs_x1"] or "-"), f"{r['commit_s']} ({r['commit_share']:.1%})", str(r["steps"]),
              f"{r['backfill_work_s']} / {r['compaction_work_s']}",
              f"{r['backfill_step_overhead_s']} / {r['compaction_step_overhead_s']}",
@@ -264,9 +284,10 @@ def run(run: SuiteRun) -> Result:
     wait_quiet(args.quiet_wait)
     rates = core_rates.measure(landing, days[0], root / "rates",
                                commit_files=core_rates.QUICK_COMMIT_FILES if args.quick else core_rates.COMMIT_FILES)
-    run.meta.update(rows=args.rows, days=days, variants=args.variants, backfill=args.backfill)
+    run.meta.update(rows=args.rows, days=days, variants=args.variants, backfill=args.backfill, reps=args.reps)
     how = "one run of the range" if args.backfill == "range" else "a run per partition"
     title = (f"Scale-out benchmark: {args.rows:,} rows, {len(days)} partitions x 4 buckets, backfill as {how}; "
+             f"medians of {args.reps} repetition(s) (range in brackets); "
              "compaction: 4 level-0 runs per bucket, a step per partition, one commit")
     return Result(title, markdown(header, rows) + "\n\n" + rates_report(rates),
                   {"rows": args.rows, "results": results, "per_core": rates})
