@@ -124,9 +124,10 @@ class Ingestion(dg.Resolvable):
     executor_config: Annotated[Mapping[str, Any], doc("The executor's config, as in run config.")] = \
         field(default_factory=dict)
     workers: Annotated[int, doc(
-        "Write steps per partition run (Paimon's writer parallelism), committed as one snapshot. Bucketed "
-        "tables give each step its buckets; append tables without buckets give each its share of the landed "
-        "files, or call the function with ingest_slice (index, count).")] = 1
+        "Write steps per partition run (Paimon's writer parallelism), committed as one snapshot. Tables with "
+        "fixed buckets give each step its slice of the input or its buckets (fan_out); dynamic-bucket tables "
+        "its buckets; append tables without buckets its share of the landed files, or call the function with "
+        "ingest_slice (index, count; None when one step writes the partition).")] = 1
     fan_out: Annotated[str, doc(
         "With workers > 1 on a table with fixed buckets: slices (each step reads only its part of the input, "
         "in input order: a run of the landed files, or the function's ingest_slice; writes every bucket, "
