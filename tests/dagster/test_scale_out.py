@@ -31,6 +31,7 @@ from pipelines.spec.parts import Column, Compaction, Ingestion, Partitions
 from resources import keys
 from resources.landing_location import LandingLocation
 from tests.support.dagster_runs import causes_of
+from tests.support.dask_cluster import loopback_cluster
 
 ENV = "PAIMON_SCALE_OUT"  # JSON: warehouse, landing, workers, executor, executor_config, compaction
 DAYS = ("2024-03-01", "2024-03-02")
@@ -404,19 +405,9 @@ def test_multiprocess_executor_runs_the_write_steps_in_processes(setup: Any, ins
 @pytest.fixture(scope="module")
 def dask_cluster() -> Iterator[Any]:
     """Two worker processes on loopback; the workers import this repository's packages."""
-    distributed = pytest.importorskip("distributed")
-    root = str(Path(__file__).resolve().parents[2])
-    previous = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = root + (os.pathsep + previous if previous else "")
-    try:
-        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                      dashboard_address="127.0.0.1:0", protocol="tcp") as cluster:
-            yield cluster
-    finally:
-        if previous is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = previous
+    pytest.importorskip("distributed")
+    with loopback_cluster(2) as cluster:
+        yield cluster
 
 
 @pytest.mark.slow

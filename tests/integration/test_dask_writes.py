@@ -6,9 +6,7 @@ The reference is one writer given the frame's partitions one after the other.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,6 +15,7 @@ import pytest
 
 import paimon_core as pc
 from paimon_core.errors import UnsupportedFeatureError
+from tests.support.dask_cluster import loopback_cluster
 
 dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
@@ -29,18 +28,8 @@ KEYS = [("dt", "ascending"), ("id", "ascending")]
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
-    root = str(Path(__file__).resolve().parents[2])
-    previous = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = root + (os.pathsep + previous if previous else "")
-    try:
-        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                      dashboard_address="127.0.0.1:0") as cluster, distributed.Client(cluster) as c:
-            yield c
-    finally:
-        if previous is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = previous
+    with loopback_cluster(2) as cluster, distributed.Client(cluster) as connected:
+        yield connected
 
 
 def changes(n: int, seed: int) -> pa.Table:
