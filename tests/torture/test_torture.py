@@ -1,7 +1,8 @@
 """Concurrency torture with real processes, on the local disk, SeaweedFS and moto.
 
 8 writer processes + 2 compaction processes + 1 expiry process race on a PK table and an append
-table (the workload: ``tests/torture/workload.py``; the invariants: ``tests/torture/checks.py``).
+table, two of the writers writing their PK commits as two slice writers (the workload:
+``tests/torture/workload.py``; the invariants: ``tests/torture/checks.py``).
 Sizes per store are :data:`~tests.torture.workload.CI_SIZES`; ``python -m benchmarks
 torture --long`` runs 100 commits per writer. The figures of each run are printed (``-rP`` shows them)
 and saved as ``<pytest basetemp>/torture/<store>.json``.

@@ -14,6 +14,10 @@ event-loop thread that must not be forked) and released together by a barrier.
   the writer owns (disjoint ranges, so their final state is deterministic) and upsert a few
   keys of a small set shared by every writer, whose expected final value is that of the
   successful commit with the highest snapshot id (commit order = merge order).
+  Writers 2 and 6 write their PK commits as two slice writers (``input_slice``), the way a
+  fanned-out Dagster write does: slice 0 upserts every key of the commit with a superseded
+  version (``seq`` negated, so it is the rows of no commit if it ever shows) and slice 1 writes
+  the commit's real upserts and deletes over it, so a slice merged out of order is caught.
   Writers 3 and 7 pause up to ``slow_publish_s`` before publishing each snapshot (a slow
   client), so their attempts race on a stale base while expiry deletes. Odd writers run with
   ``commit.max-retries`` = ``impatient_retries`` so that some commits do end in
@@ -227,7 +231,39 @@ def _writer_table(table: pc.Table, writer: int, cfg: TortureConfig, rng: random.
     return pc.Table(SlowPublishFileIO(table.file_io, cfg.slow_publish_s, rng), table.identifier, table.path)
 
 
+def slices_pk(writer: int) -> bool:
+    """Whether writer ``writer`` writes its PK commits as two slice writers."""
+    return writer % 4 == 2
+
+
+def superseded_rows(writer: int, seq: int) -> pa.Table:
+    """Slice 0 of a sliced PK commit: every key the commit upserts or deletes, with a version
+    slice 1 supersedes (``seq`` negated, so a visible row of it belongs to no commit)."""
+    change = pk_change(writer, seq)
+    keys = list(change.upserts + change.deletes)
+    return pa.table({"part": [part_of(k) for k in keys], "k": keys, "writer": [writer] * len(keys),
+                     "seq": [-seq] * len(keys), "v": [-value_of(k, writer, seq) for k in keys]},
+                    schema=PK_SCHEMA)
+
+
+def _commit_sliced(table: pc.Table, writer: int, seq: int, user: str) -> int | None:
+    """A PK commit written by two slice writers, committed once by the user."""
+    prepared = []
+    upserts, deletes = pk_rows(writer, seq)
+    for index in range(2):
+        with table.new_write(input_slice=(index, 2)) as write:
+            if index == 0:
+                write.write(superseded_rows(writer, seq))
+            else:
+                write.write(upserts)
+                write.delete(deletes)
+            prepared.append(write.prepare())
+    return table.commit(prepared, commit_user=user, commit_identifier=seq).snapshot_id
+
+
 def _commit_once(table: pc.Table, kind: str, writer: int, seq: int, user: str, retries: int | None) -> int | None:
+    if kind == "pk" and slices_pk(writer):
+        return _commit_sliced(table, writer, seq, user)
     with table.new_write(commit_user=user, commit_identifier=seq) as write:
         if retries is not None:  # this writer's own commit.max-retries (a per-job option in Paimon)
             write.options = dataclasses.replace(write.options, commit_max_retries=retries)
