@@ -22,6 +22,7 @@ import os
 import shutil
 import statistics
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import paimon_core as pc
+from benchmarks.harness.postgres import postgres_server
 from benchmarks.harness.report import markdown
 from benchmarks.harness.runner import REPO, wait_quiet
 from benchmarks.harness.suite import Result, SuiteRun
@@ -117,24 +119,43 @@ def compaction_input(root: Path, landing: Path, days: list[str]) -> Path:
     return warehouse
 
 
-def step_events(result: Any) -> tuple[dict[str, float], list[float]]:
-    """Seconds per step key (STEP_SUCCESS) and the peak RSS each step reported."""
+@dataclass(frozen=True, slots=True)
+class RunSteps:
+    """What one run's event log says of its steps."""
+
+    durations: dict[str, float]  # seconds per step key (STEP_SUCCESS)
+    rss: list[float]  # the peak RSS each step reported
+    fanned_s: float  # from the first fanned-out step's start to the last one's end: the part more workers share
+
+
+def step_events(instance: dg.DagsterInstance, run_id: str) -> RunSteps:
+    """The run's steps, from its event log (whose records carry the times)."""
     durations: dict[str, float] = {}
     rss: list[float] = []
-    for event in result.all_events:
+    starts, ends = [], []
+    fanned = (names.write_share_op(TABLE), "compact_partition")
+    for record in instance.all_logs(run_id):
+        event: Any = record.dagster_event  # its data is a union of every event kind's
+        if event is None:
+            continue
+        step = event.step_key or ""
+        if event.event_type_value == "STEP_START" and any(op in step for op in fanned):
+            starts.append(record.timestamp)
         if event.event_type_value == "STEP_SUCCESS":
-            durations[event.step_key] = event.event_specific_data.duration_ms / 1000
+            durations[step] = event.event_specific_data.duration_ms / 1000
+            if any(op in step for op in fanned):
+                ends.append(record.timestamp)
         if event.event_type_value == "STEP_OUTPUT":
             metadata = event.event_specific_data.metadata or {}
             for key in (keys.COMPACTION_PEAK_RSS_MIB, "peak_rss_mib"):
                 if key in metadata:
                     rss.append(float(metadata[key].value))
-    return durations, rss
+    return RunSteps(durations, rss, max(ends) - min(starts) if starts and ends else 0.0)
 
 
 def execute(job_name: str, settings: dict[str, Any], instance: dg.DagsterInstance,
-            **kwargs: Any) -> tuple[float, tuple[dict[str, float], list[float]]]:
-    """Run one job to its end; (its wall seconds, its step events)."""
+            **kwargs: Any) -> tuple[float, RunSteps]:
+    """Run one job to its end; (its wall seconds, its steps)."""
     job = dg.build_reconstructable_job(__name__, "bench_job",
                                        reconstructable_args=(job_name, json.dumps(settings)),  # type: ignore[arg-type]
                                        reconstructor_working_directory=str(REPO))
@@ -143,7 +164,7 @@ def execute(job_name: str, settings: dict[str, Any], instance: dg.DagsterInstanc
         wall = time.monotonic() - started
         if not result.success:
             raise RuntimeError(f"{job_name} failed with {settings}")
-        return wall, step_events(result)
+        return wall, step_events(instance, result.run_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,23 +190,25 @@ def variant(name: str, setup: Setup, *, executor: str | None, config: dict[str, 
                 "executor_config": config, "ranged": setup.ranged}
     backfill = 0.0
     write_rss: list[float] = []
-    backfill_work, backfill_steps = 0.0, 0
+    backfill_work, backfill_steps, backfill_fanned = 0.0, 0, 0.0
     # The whole range in one run (backfill_policy single_run: every partition's write steps at once),
     # or a run per partition, one after the other (one writer per table).
     runs = [{RANGE_START: days[0], RANGE_END: days[-1]}] if setup.ranged else [{"dagster/partition": d} for d in days]
     for tags in runs:
-        wall, (steps, rss) = execute(names.ingestion_job(TABLE), settings, instance, tags=tags)
+        wall, steps = execute(names.ingestion_job(TABLE), settings, instance, tags=tags)
         backfill += wall
-        write_rss += rss
-        backfill_work += sum(steps.values())
-        backfill_steps += len(steps)
+        write_rss += steps.rss
+        backfill_work += sum(steps.durations.values())
+        backfill_steps += len(steps.durations)
+        backfill_fanned += steps.fanned_s
     rows = pc.Catalog(str(backfill_wh)).get_table(TABLE).read(columns=["id"]).num_rows
     compact_wh = root / f"compact-{name}-{rep}"
     shutil.copytree(base, compact_wh)
     settings = {**settings, "warehouse": str(compact_wh)}
-    wall, (durations, rss) = execute(names.full_compaction_job(TABLE), settings, instance,
-                                     run_config=full_compaction_run_config(spec(settings).target()),
-                                     tags=compaction_tags(TABLE))
+    wall, compacted = execute(names.full_compaction_job(TABLE), settings, instance,
+                              run_config=full_compaction_run_config(spec(settings).target()),
+                              tags=compaction_tags(TABLE))
+    durations, rss = compacted.durations, compacted.rss
     table = pc.Catalog(str(compact_wh)).get_table(TABLE)
     commit = sum(s for k, s in durations.items() if k == "commit_compaction")
     # What a step costs beyond its own work (launch, the worker's Dagster, the event log, the
@@ -193,13 +216,33 @@ def variant(name: str, setup: Setup, *, executor: str | None, config: dict[str, 
     overhead = {"backfill_step_overhead_s": round((backfill - backfill_work) / max(backfill_steps, 1), 3),
                 "compaction_step_overhead_s": round((wall - sum(durations.values())) / max(len(durations), 1), 3),
                 "backfill_steps": backfill_steps, "backfill_work_s": round(backfill_work, 2),
-                "compaction_work_s": round(sum(durations.values()), 2)}
+                "compaction_work_s": round(sum(durations.values()), 2),
+                # The rest of the wall (planning, commits, checks, the run's start and end) is what
+                # more workers cannot share: with one worker, wall / (rest + fanned / N) bounds N's speed-up.
+                "backfill_fanned_s": round(backfill_fanned, 2), "backfill_rest_s": round(backfill - backfill_fanned, 2),
+                "compaction_fanned_s": round(compacted.fanned_s, 2),
+                "compaction_rest_s": round(wall - compacted.fanned_s, 2)}
     return {"variant": name, "backfill_s": round(backfill, 2), "rows": rows, "compaction_s": round(wall, 2),
             **overhead,
             "commit_s": round(commit, 3), "commit_share": round(commit / wall, 4),
             "steps": sum(1 for k in durations if k.startswith("compact_partition")),
             "peak_rss_mib_compaction": max(rss, default=0.0), "peak_rss_mib_write": max(write_rss, default=0.0),
             "level0_after": table.lsm_state().max_level0_files, "cpu_pressure": pressure}
+
+
+def warm_up(client: Any, described: str) -> float:
+    """Load the code location once in every worker (imports and the job's definitions), as a
+    long-lived worker has before a run reaches it; returns the seconds it took, reported apart
+    from the runs' walls."""
+    started = time.monotonic()
+    client.run(load_job, names.ingestion_job(TABLE), described)
+    return round(time.monotonic() - started, 2)
+
+
+def load_job(name: str, described: str) -> str:
+    """Build the job in this process (what a worker's first step would do); its name, which,
+    unlike the job, travels back to the client."""
+    return bench_job(name, described).name
 
 
 def pin_workers(client: Any) -> None:
@@ -217,14 +260,20 @@ def pin_workers(client: Any) -> None:
 
 
 def run_variants(root: Path, landing: Path, base: Path, days: list[str], names: list[str],
-                 quiet_wait: float, ranged: bool, reps: int = 1) -> list[dict[str, Any]]:
+                 quiet_wait: float, ranged: bool, reps: int = 1, storage: str = "sqlite") -> list[dict[str, Any]]:
     """Every variant ``reps`` times, the variants alternating within a repetition; each variant's
-    figures are the medians of its repetitions (each repetition kept in ``reps``)."""
+    figures are the medians of its repetitions (each repetition kept in ``reps``). ``storage``:
+    the Dagster instance's, SQLite files (the default instance) or a PostgreSQL server."""
     from distributed import Client, LocalCluster
 
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
     (root / "dagster").mkdir()
-    with dg.instance_for_test(temp_dir=str(root / "dagster")) as instance:
+    with ExitStack() as stack:
+        overrides = None
+        if storage == "postgres":
+            url = stack.enter_context(postgres_server())
+            overrides = {"storage": {"postgres": {"postgres_url": url}}}
+        instance = stack.enter_context(dg.instance_for_test(temp_dir=str(root / "dagster"), overrides=overrides))
         setup = Setup(root, landing, base, instance, days, quiet_wait, ranged)
         for rep in range(reps):
             for name in names:
@@ -240,7 +289,10 @@ def run_variants(root: Path, landing: Path, base: Path, days: list[str], names: 
                                       dashboard_address="127.0.0.1:0") as cluster, Client(cluster) as client:
                         pin_workers(client)
                         config = {"cluster": {"existing": {"address": cluster.scheduler_address}}}
-                        runs[name].append(variant(name, setup, executor="dask", config=config, workers=2, rep=rep))
+                        warm = warm_up(client, json.dumps({"warehouse": str(root / "warm-up"), "landing": str(landing),
+                                                           "workers": 2, "executor": None, "executor_config": {}}))
+                        runs[name].append({**variant(name, setup, executor="dask", config=config, workers=2,
+                                                     rep=rep), "worker_warmup_s": warm})
     results = [medians(name, each) for name, each in runs.items()]
     by_name = {r["variant"]: r for r in results}
     for r in results:
@@ -271,26 +323,48 @@ def run(run: SuiteRun) -> Result:
     landing = generate(root, args.rows, days)
     base = compaction_input(root, landing, days)
     results = run_variants(root, landing, base, days, args.variants, args.quiet_wait, args.backfill == "range",
-                           args.reps)
+                           args.reps, args.instance)
     header = ("variant", "backfill s", "x1/x2", "full compaction s", "x1/x2", "commit s (share)", "steps",
               "step work s, backfill / compaction", "overhead per step s, backfill / compaction",
+              "fanned-out part / rest s, backfill", "fanned-out part / rest s, compaction",
               "peak RSS write / compact MiB")
     rows = [[r["variant"], f"{r['backfill_s']} ({r['backfill_s_range']})", str(r["backfill_speedup_vs_x1"] or "-"),
              f"{r['compaction_s']} ({r['compaction_s_range']})",
              str(r["speedup_vs_x1"] or "-"), f"{r['commit_s']} ({r['commit_share']:.1%})", str(r["steps"]),
              f"{r['backfill_work_s']} / {r['compaction_work_s']}",
              f"{r['backfill_step_overhead_s']} / {r['compaction_step_overhead_s']}",
+             f"{r['backfill_fanned_s']} / {r['backfill_rest_s']}",
+             f"{r['compaction_fanned_s']} / {r['compaction_rest_s']}",
              f"{r['peak_rss_mib_write']} / {r['peak_rss_mib_compaction']}"] for r in results]
     wait_quiet(args.quiet_wait)
+    report = markdown(header, rows) + "\n\n" + bounds_report(results)
     rates = core_rates.measure(landing, days[0], root / "rates",
                                commit_files=core_rates.QUICK_COMMIT_FILES if args.quick else core_rates.COMMIT_FILES)
-    run.meta.update(rows=args.rows, days=days, variants=args.variants, backfill=args.backfill, reps=args.reps)
+    run.meta.update(rows=args.rows, days=days, variants=args.variants, backfill=args.backfill, reps=args.reps,
+                    instance=args.instance)
     how = "one run of the range" if args.backfill == "range" else "a run per partition"
     title = (f"Scale-out benchmark: {args.rows:,} rows, {len(days)} partitions x 4 buckets, backfill as {how}; "
-             f"medians of {args.reps} repetition(s) (range in brackets); "
+             f"Dagster instance on {args.instance}; medians of {args.reps} repetition(s) (range in brackets); "
              "compaction: 4 level-0 runs per bucket, a step per partition, one commit")
-    return Result(title, markdown(header, rows) + "\n\n" + rates_report(rates),
+    return Result(title, report + "\n\n" + rates_report(rates),
                   {"rows": args.rows, "results": results, "per_core": rates})
+
+
+def speedup_bound(wall: float, fanned: float, workers: int) -> float:
+    """Amdahl's bound on N workers' speed-up over one: only the fanned-out part is shared."""
+    return round(wall / (wall - fanned + fanned / workers), 2) if wall > 0 else 0.0
+
+
+def bounds_report(results: list[dict[str, Any]]) -> str:
+    """Per one-worker variant, what 2 (and 16) workers could reach at best on its own figures."""
+    rows = []
+    for r in results:
+        if not r["variant"].endswith("x1"):
+            continue
+        rows.append([r["variant"], *(f"{speedup_bound(r[f'{what}_s'], r[f'{what}_fanned_s'], n)}x"
+                                     for what in ("backfill", "compaction") for n in (2, 16))])
+    header = ("one worker's run", "backfill: bound at 2 workers", "at 16", "compaction: bound at 2 workers", "at 16")
+    return markdown(header, rows) if rows else ""
 
 
 def rates_report(rates: dict[str, Any]) -> str:
@@ -312,6 +386,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--days", type=int, default=len(DAYS), choices=range(1, len(DAYS) + 1),
                         help="partitions backfilled and compacted")
     parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
+    parser.add_argument("--instance", choices=("sqlite", "postgres"), default="sqlite",
+                        help="the Dagster instance's storage: SQLite files, or a PostgreSQL server this run starts on "
+                             "127.0.0.1 (what steps in many processes or hosts write their events to)")
     parser.add_argument("--backfill", choices=("range", "partitions"), default="range",
                         help="the backfill as one run of the whole range (backfill_policy single_run), or a run "
                              "per partition")
@@ -319,4 +396,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def configure(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     if args.quick:
-        args.rows, args.days, args.variants = 40_000, 2, ["in-process", "multiprocess x2", "dask x2"]
+        args.rows, args.days = 40_000, 2
+        if args.variants == list(VARIANTS):  # not chosen on the command line
+            args.variants = ["in-process", "multiprocess x2", "dask x2"]

@@ -94,3 +94,26 @@ def test_quick_run(name: str, tmp_path: Path) -> None:
     assert f"saved {report}" in proc.stdout
     assert "CORRECTNESS FAILURE" not in proc.stdout + proc.stderr
     assert not (tmp_path / "work").exists() or not any((tmp_path / "work").iterdir()), "work left behind"
+
+
+def test_scale_out_on_postgres(tmp_path: Path) -> None:
+    """The scale_out suite on a Dagster instance stored in a PostgreSQL server it starts and stops."""
+    from benchmarks.harness import postgres
+
+    if postgres.binaries() is None:
+        _skip_loudly("BENCHMARK SMOKE SKIPPED: scale_out --instance postgres needs PostgreSQL's initdb and postgres")
+    report = tmp_path / "scale_out.json"
+    command = [sys.executable, "-m", "benchmarks", "scale_out", "--quick", "--instance", "postgres", "--variants",
+               "dask x1", "dask x2", "--work", str(tmp_path / "work"), "--json", str(report)]
+    proc = _run(command, tmp_path)
+    assert proc.returncode == 0, f"{' '.join(command)} exited {proc.returncode}:\n{proc.stdout[-4000:]}\n" \
+                                 f"{proc.stderr[-6000:]}"
+    document = json.loads(report.read_text())
+    assert document["meta"]["instance"] == "postgres"
+    results = {r["variant"]: r for r in document["results"]}
+    assert set(results) == {"dask x1", "dask x2"}
+    for result in results.values():
+        assert result["rows"] > 0 and result["worker_warmup_s"] > 0
+        assert 0 < result["backfill_fanned_s"] < result["backfill_s"]
+        assert 0 < result["compaction_fanned_s"] < result["compaction_s"]
+    assert "bound at 2 workers" in proc.stdout
