@@ -5,7 +5,9 @@ without an orchestrator's fan-out. Each task opens the table from its location (
 travels) and writes its partition of the frame; what comes back is its prepared commit, a few
 kilobytes; the client commits them all as one snapshot under the caller's commit user and
 identifier, so a retried call (or a rerun of the pipeline) finds the commit landed and writes
-nothing again.
+nothing again. A task Dask runs again (a worker lost, a task retried) writes its files again: the
+commit takes one attempt's, and those of any other attempt, and of a call that failed before its
+commit, are orphans that :meth:`Table.remove_orphan_files` reclaims once older than its window.
 
 How the partitions share the table follows :mod:`paimon_core.write.input_slice`: on a table with
 fixed buckets partition ``i`` of ``n`` is slice ``i`` (its rows numbered after those of every
