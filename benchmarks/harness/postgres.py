@@ -1,9 +1,9 @@
 """A PostgreSQL server for a benchmark run: this machine's binaries, a fresh data directory, a free
 loopback port, stopped by its process id when the run ends.
 
-Dagster's storage on PostgreSQL is what a deployment whose steps run in many processes uses (every
-process writes the run's events); the scale_out suite measures its executors on it as well as on
-the SQLite default, whose one file per run serialises the writers.
+Dagster's storage on PostgreSQL is what a deployment whose steps run on several hosts needs (every
+step writes the run's events); the scale_out suite measures its executors on it as well as on the
+SQLite default of one host.
 """
 
 from __future__ import annotations

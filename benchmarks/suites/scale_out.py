@@ -40,7 +40,7 @@ from benchmarks.harness.runner import REPO, wait_quiet
 from benchmarks.harness.suite import Result, SuiteRun
 from benchmarks.suites import core_rates
 from pipelines import names
-from pipelines.compaction.jobs import compaction_tags, full_compaction_run_config
+from pipelines.compaction.jobs import compact_partition, compaction_tags, full_compaction_run_config
 from pipelines.factory import paimon_definitions
 from pipelines.spec.declaration import PaimonTableSpec
 from pipelines.spec.parts import Column, Compaction, Ingestion, Partitions
@@ -134,7 +134,7 @@ def step_events(instance: dg.DagsterInstance, run_id: str) -> RunSteps:
     durations: dict[str, float] = {}
     rss: list[float] = []
     starts, ends = [], []
-    fanned = (names.write_share_op(TABLE), "compact_partition")
+    fanned = (names.write_share_op(TABLE), compact_partition.name)
     for record in instance.all_logs(run_id):
         event: Any = record.dagster_event  # its data is a union of every event kind's
         if event is None:
@@ -226,7 +226,7 @@ def variant(name: str, setup: Setup, *, executor: str | None, config: dict[str, 
     return {"variant": name, "backfill_s": round(backfill, 2), "rows": rows, "compaction_s": round(wall, 2),
             **overhead,
             "commit_s": round(commit, 3), "commit_share": round(commit / wall, 4),
-            "steps": sum(1 for k in durations if k.startswith("compact_partition")),
+            "steps": sum(1 for k in durations if k.startswith(compact_partition.name)),
             "peak_rss_mib_compaction": max(rss, default=0.0), "peak_rss_mib_write": max(write_rss, default=0.0),
             "level0_after": table.lsm_state().max_level0_files, "cpu_pressure": pressure}
 

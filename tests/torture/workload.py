@@ -248,17 +248,15 @@ def superseded_rows(writer: int, seq: int) -> pa.Table:
 
 def _commit_sliced(table: pc.Table, writer: int, seq: int, user: str) -> int | None:
     """A PK commit written by two slice writers, committed once by the user."""
-    prepared = []
     upserts, deletes = pk_rows(writer, seq)
-    for index in range(2):
-        with table.new_write(input_slice=(index, 2)) as write:
-            if index == 0:
-                write.write(superseded_rows(writer, seq))
-            else:
-                write.write(upserts)
-                write.delete(deletes)
-            prepared.append(write.prepare())
-    return table.commit(prepared, commit_user=user, commit_identifier=seq).snapshot_id
+    with table.new_write(input_slice=(0, 2)) as first:
+        first.write(superseded_rows(writer, seq))
+        earlier = first.prepare()
+    with table.new_write(input_slice=(1, 2)) as second:
+        second.write(upserts)
+        second.delete(deletes)
+        later = second.prepare()
+    return table.commit([earlier, later], commit_user=user, commit_identifier=seq).snapshot_id
 
 
 def _commit_once(table: pc.Table, kind: str, writer: int, seq: int, user: str, retries: int | None) -> int | None:
