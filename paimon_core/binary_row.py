@@ -206,6 +206,21 @@ EMPTY_ROW = serialize_with_arity((), ())
 # ------------------------------------------------------------------------------------------
 
 
+def internal_to_arrow_scalar(value: Any, arrow_type: pa.DataType) -> pa.Scalar:
+    """The Arrow scalar of ``arrow_type`` holding an internal value (DATE days, TIME millis,
+    TIMESTAMP nanos, ...): the inverse of :func:`arrow_scalar_to_internal`."""
+    if value is None:
+        return pa.scalar(None, arrow_type)
+    if pa.types.is_date(arrow_type):
+        return pa.scalar(value, pa.int32()).cast(arrow_type)
+    if pa.types.is_timestamp(arrow_type):
+        factor = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}[arrow_type.unit]
+        return pa.scalar(value // factor, pa.int64()).cast(arrow_type)
+    if pa.types.is_time(arrow_type):
+        return pa.scalar(value, pa.int32()).cast(pa.time32("ms")).cast(arrow_type)
+    return pa.scalar(value, arrow_type)
+
+
 def arrow_scalar_to_internal(scalar: pa.Scalar, data_type: DataType) -> Any:
     """Internal form of one Arrow scalar of the column's storage type."""
     if not scalar.is_valid:

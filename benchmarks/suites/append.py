@@ -24,7 +24,16 @@ import pyarrow.compute as pc
 
 from benchmarks import data
 from benchmarks.harness.measure import measure, measure_and_report, report
-from benchmarks.harness.report import cross_check, joined, markdown, pressure_note, ratio_cells
+from benchmarks.harness.report import (
+    Target,
+    cross_check,
+    joined,
+    markdown,
+    pressure_note,
+    ratio_cells,
+    render_verdicts,
+    verdicts,
+)
 from benchmarks.harness.runner import Outcome, Rep, Steps, require, run_phases
 from benchmarks.harness.suite import Result, SuiteRun
 
@@ -234,21 +243,42 @@ def table_row(rows: int, outcomes: list[Outcome[Step]], o: Outcome[Step]) -> lis
             *ratio_cells(outcomes, o.step, PEERS, digits=2, missing="n/a")]
 
 
+TARGETS = (
+    Target("write faster than raw pyarrow write_dataset", Step("ours", "write", "write", "ours"), "pyarrow", 1.0,
+           strict=True),
+    Target("full read within 1.3x of raw pyarrow", Step("ours", "read", "read", "ours"), "pyarrow", 1.3),
+    Target("filtered read within 1.3x of raw pyarrow", Step("ours", "filtered_read", "filtered_read", "ours"),
+           "pyarrow", 1.3),
+)
+STREAM_SLACK_MIB = 150  # streamed ingest may grow by write-buffer-size plus this much
+_UNITS_MIB = {"kb": 1 / 1024, "mb": 1, "gb": 1024}
+
+
+def buffer_mib(text: str) -> float:
+    """A ``--stream-buffers`` value (``64 mb``, ``1 gb``) in MiB; this module stays free of paimon_core."""
+    number, unit = text.split()
+    return float(number) * _UNITS_MIB[unit.lower()]
+
+
 def stream_note(outcomes: list[Outcome[Step]]) -> str:
-    """Whether streaming-ingest memory follows write-buffer-size: peak RSS minus RSS before it."""
+    """Whether streaming-ingest memory follows write-buffer-size: its growth (peak RSS minus RSS
+    before it) against write-buffer-size + ``STREAM_SLACK_MIB``."""
     parts = []
     for o in outcomes:
         if o.step.buffer is not None:
             growth = o.median("peak_rss_mib") - o.median("base_rss_mib")
-            parts.append(f"write-buffer-size {o.step.buffer}: peak RSS {o.median('peak_rss_mib'):.0f} MiB "
-                         f"= {o.median('base_rss_mib'):.0f} before ingest + {growth:.0f} during it")
+            bound = buffer_mib(o.step.buffer) + STREAM_SLACK_MIB
+            parts.append(f"{'PASS' if growth <= bound else 'FAIL'} write-buffer-size {o.step.buffer}: peak RSS "
+                         f"{o.median('peak_rss_mib'):.0f} MiB = {o.median('base_rss_mib'):.0f} before ingest + "
+                         f"{growth:.0f} during it (bound {bound:.0f})")
     return "Streaming ingest (ours): " + "; ".join(parts) + "." if parts else ""
 
 
-def render(size: SizeRun) -> str:
+def render(size: SizeRun, engines: tuple[str, ...]) -> str:
     table = markdown(COLUMNS, (table_row(size.rows, size.outcomes, o) for o in size.outcomes))
     notes = joined((stream_note(size.outcomes), pressure_note(size.outcomes)), "\n")
-    return f"### {size.rows:,} rows (input {size.input_mib:,.0f} MiB of Arrow)\n\n{table}\n\n{notes}"
+    checks = render_verdicts(verdicts(size.outcomes, TARGETS, engines))
+    return f"### {size.rows:,} rows (input {size.input_mib:,.0f} MiB of Arrow)\n\n{table}\n\n{notes}\n\n{checks}"
 
 
 # ---- entry -------------------------------------------------------------------------------------
@@ -262,6 +292,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def configure(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     if args.quick:
         args.rows = [20_000]
+    for buffer in args.stream_buffers:
+        try:
+            buffer_mib(buffer)
+        except (ValueError, KeyError):
+            parser.error(f"--stream-buffers {buffer!r}: give a number and kb, mb or gb, such as '64 mb'")
 
 
 def run(run: SuiteRun) -> Result:
@@ -271,7 +306,9 @@ def run(run: SuiteRun) -> Result:
     for rows in sorted(run.args.rows):
         sizes.append(run_size(run, rows))
         document["sizes"].append({"rows": rows, "input_mib": round(sizes[-1].input_mib, 1),
-                                  "steps": [o.to_json() for o in sizes[-1].outcomes]})
+                                  "steps": [o.to_json() for o in sizes[-1].outcomes],
+                                  "targets": [v.to_json() for v in verdicts(sizes[-1].outcomes, TARGETS,
+                                                                            run.engines)]})
         run.checkpoint(document)  # a later size that fails leaves this one's figures
     return Result(f"Append-table benchmark: {run.args.reps} process(es) per step, median step seconds",
-                  "\n\n".join(render(s) for s in sizes), document)
+                  "\n\n".join(render(s, run.engines) for s in sizes), document)

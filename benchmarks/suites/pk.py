@@ -447,6 +447,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--oracle-reps", type=int, help="processes per pypaimon step (default --reps)")
     parser.add_argument("--java-warm", type=int, default=2,
                         help="runs of each Java step in its JVM before the measured one (JIT warm-up; 0 with --quick)")
+    parser.add_argument("--java-threads", type=int, default=1,
+                        help="Java's writers (one BatchTableWrite each, buckets split between them) and "
+                             "read threads (splits split between them)")
     parser.add_argument("--profile", type=Path, metavar="DIR",
                         help="also profile ours' write, upsert and last read (cProfile, top "
                              f"{PROFILE_TOP} by cumulative time) into DIR")
@@ -462,10 +465,11 @@ def configure(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None
 def run(run: SuiteRun) -> Result:
     args = run.args
     plan = Plan(args.rows, args.batch_rows, max(args.read_states))
-    run.meta.update(oracle_reps=args.oracle_reps, java_warm=args.java_warm, plan=asdict(plan))
+    run.meta.update(oracle_reps=args.oracle_reps, java_warm=args.java_warm, java_threads=args.java_threads,
+                    plan=asdict(plan))
     directory, facts = dataset(run.work, plan)
     ctx = Context(run.steps(directory), facts, run.work / "pristine", run.work / "run",
-                  {"java": ["--warm", str(args.java_warm)]})
+                  {"java": ["--warm", str(args.java_warm), "--threads", str(args.java_threads)]})
     shutil.rmtree(ctx.pristine, ignore_errors=True)
     shutil.rmtree(ctx.scratch, ignore_errors=True)
     builds = build_states(ctx, run.engines, [0, *args.read_states])
@@ -479,7 +483,8 @@ def run(run: SuiteRun) -> Result:
     results = verdicts(outcomes, targets(args.read_states), run.engines)
     title = (f"Primary-key benchmark: {plan.rows:,} rows, {plan.batches} upserts of {plan.batch_rows:,} "
              f"(half updates), bucket {BUCKETS}; {args.reps} process(es) per step ({args.oracle_reps} for "
-             f"pypaimon; Java after {args.java_warm} warm-up run(s) in its JVM), median step seconds")
+             f"pypaimon; Java after {args.java_warm} warm-up run(s) in its JVM, on {args.java_threads} "
+             f"thread(s)), median step seconds")
     document = {"build_seconds": builds, "steps": [o.to_json() for o in outcomes],
                 "targets": [v.to_json() for v in results]}
     return Result(title, render(plan, outcomes, builds, results), document, profiles=profiles,

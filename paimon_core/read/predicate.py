@@ -135,6 +135,30 @@ class Junction:
 Predicate = Leaf | Junction
 
 
+def residual(predicate: Predicate, decide: Callable[[Leaf], bool | None]) -> Predicate | bool:
+    """What is left of ``predicate`` once ``decide`` has settled some of its conditions: True
+    or False when those settle it, else the predicate over the undecided conditions only.
+
+    ``decide`` returns a condition's exact outcome (True, or False for false and null alike), or
+    None to leave it to the rows. Treating null as False is exact here: conditions combine only
+    by Kleene AND/OR, and a row filter drops a null outcome as it drops False.
+    """
+    if isinstance(predicate, Leaf):
+        outcome = decide(predicate)
+        return predicate if outcome is None else outcome
+    settles = not predicate.all_of  # the outcome that settles the junction: False for AND, True for OR
+    rest = []
+    for child in predicate.children:
+        left = residual(child, decide)
+        if left is settles:
+            return settles
+        if not isinstance(left, bool):
+            rest.append(left)
+    if not rest:
+        return predicate.all_of
+    return rest[0] if len(rest) == 1 else Junction(predicate.all_of, tuple(rest))
+
+
 def parse_filter(filters: Any, schema: TableSchema, table: str) -> Predicate | None:
     """Parse DNF filters (a list of tuples, or a list of lists of tuples) against ``schema``."""
     if filters is None or (isinstance(filters, Sequence) and len(filters) == 0):

@@ -3,12 +3,19 @@
 Columns are matched by field id through each file's own schema version, so renamed columns are
 found under their old names, widened types are cast and added columns read as nulls. Deletion
 vectors drop their rows; filters are then applied exactly.
+
+A split holds one partition, so its partition values settle the filter's conditions on partition
+columns once per partition (:class:`PartitionRead`): the files are then scanned with the rest of
+the filter only, and partition columns are read only where that rest needs them; the output's
+are filled with the split's value (as a Hive-partitioned Parquet dataset fills them from its
+directory names).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -17,6 +24,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from pyarrow import orc
 
+from paimon_core.binary_row import internal_to_arrow_scalar
 from paimon_core.deletion_vectors import read_deletion_vector
 from paimon_core.errors import (
     CorruptDataFileError,
@@ -31,13 +39,24 @@ from paimon_core.layout import TablePaths, partition_path, partition_value_strin
 from paimon_core.manifest import DataFileMeta
 from paimon_core.options import TableOptions
 from paimon_core.prefetch import mapped_in_order
-from paimon_core.read.predicate import Predicate
+from paimon_core.read.predicate import Leaf, Predicate, residual
 from paimon_core.read.scan import DataSplit, DeletionFile
 from paimon_core.schema import TableSchema
 from paimon_core.schema_store import SchemaStore
 from paimon_core.types import DataField, arrow_schema, to_arrow_type
 
 READ_THREADS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRead:
+    """How the files of one partition are read: what the filter leaves once the partition's
+    values have settled its conditions on partition columns."""
+
+    filter: pc.Expression | None  # the rest of the filter, for the rows
+    read_fields: list[DataField]  # the columns read from the files
+    fill: dict[str, pa.Scalar] = field(default_factory=dict)  # output columns that are the partition's value
+    empty: bool = False  # the filter rules out every row of the partition
 
 
 class SplitReader:
@@ -70,6 +89,8 @@ class SplitReader:
         self.predicate = predicate
         self.filter = _combine(predicate.to_expression() if predicate else None, expression)
         self.output_schema = arrow_schema(self.output_fields)
+        self.settles_partitions = bool(read_schema.partition_keys) and expression is None
+        self._partition_reads: dict[bytes, PartitionRead] = {}
 
     # ---- public ------------------------------------------------------------------------------
 
@@ -85,16 +106,41 @@ class SplitReader:
                 yield from self._file_batches(split, meta, batch_size)
 
     def read_file(self, split: DataSplit, meta: DataFileMeta) -> pa.Table:
+        plan = self.partition_read(split)
+        if plan.empty:
+            return self.output_schema.empty_table()
         path = self.file_path(split, meta)
-        file_fields = self._file_fields(meta)
+        file_fields = self._file_fields(meta, plan.read_fields)
         deletion = split.deletion_files.get(meta.file_name)
-        pushed = self._pushdown(path, file_fields, deletion)
+        pushed = self._pushdown(path, file_fields, deletion, plan)
         data, rows = self._read_physical(path, [f.name for f in file_fields.values()], pushed,
                                          physical_schema(file_fields), size=meta.file_size)
-        table = self._to_read_schema(data, file_fields, rows)
+        table = self._to_read_schema(data, file_fields, rows, plan.read_fields)
         if deletion is not None:
             table = table.filter(self._keep_mask(deletion, 0, table.num_rows))
-        return self._finish(table, filtered=pushed is not None)
+        return self._finish(table, filtered=pushed is not None, plan=plan)
+
+    def partition_read(self, split: DataSplit) -> PartitionRead:
+        """How the split's files are read (worked out once per partition)."""
+        plan = self._partition_reads.get(split.partition)
+        if plan is None:
+            plan = self._partition_reads[split.partition] = self._plan_partition(split)
+        return plan
+
+    def _plan_partition(self, split: DataSplit) -> PartitionRead:
+        if not self.settles_partitions:
+            return PartitionRead(self.filter, self.read_fields)
+        values = {key: internal_to_arrow_scalar(value, to_arrow_type(self.schema.field(key).type))
+                  for key, value in zip(self.schema.partition_keys, split.partition_values)}
+        rest: Predicate | bool = True
+        if self.predicate is not None:
+            rest = residual(self.predicate, lambda leaf: _settled(leaf, values))
+            if rest is False:
+                return PartitionRead(None, [], empty=True)
+        needed = set() if isinstance(rest, bool) else rest.columns()
+        read_fields = [f for f in self.read_fields if f.name not in values or f.name in needed]
+        fill = {f.name: values[f.name] for f in self.output_fields if f.name in values and f.name not in needed}
+        return PartitionRead(None if isinstance(rest, bool) else rest.to_expression(), read_fields, fill)
 
     # ---- helpers -----------------------------------------------------------------------------
 
@@ -141,16 +187,18 @@ class SplitReader:
         relative = partition_path(self.schema.partition_keys, texts, self.options.partition_default_name)
         return self.paths.data_file(relative, split.bucket, meta.file_name)
 
-    def _file_fields(self, meta: DataFileMeta) -> dict[int, DataField]:
-        """Read-schema field id → the field as named and typed in the file's schema."""
+    def _file_fields(self, meta: DataFileMeta, fields: Sequence[DataField] | None = None) -> dict[int, DataField]:
+        """Read-schema field id → the field as named and typed in the file's schema, for
+        ``fields`` (default: the reader's read fields)."""
         file_schema = self.schemas.schema(meta.schema_id)
         by_id = file_schema.field_by_id()
-        return {f.id: by_id[f.id] for f in self.read_fields if f.id in by_id}
+        return {f.id: by_id[f.id] for f in (self.read_fields if fields is None else fields) if f.id in by_id}
 
     def _to_read_schema(self, data: pa.Table, file_fields: dict[int, DataField],
-                        rows: int) -> pa.Table:
+                        rows: int, fields: Sequence[DataField] | None = None) -> pa.Table:
+        fields = self.read_fields if fields is None else fields
         columns = []
-        for data_field in self.read_fields:
+        for data_field in fields:
             target = to_arrow_type(data_field.type)
             old = file_fields.get(data_field.id)
             if old is None:
@@ -160,7 +208,9 @@ class SplitReader:
             if column.type != target:
                 column = _cast(column, target, data_field.name, self.table)
             columns.append(column)
-        return pa.Table.from_arrays(columns, schema=arrow_schema(self.read_fields))
+        if not columns:  # no column is read (the output is partition values): the rows still count
+            return pa.table({"": pa.nulls(rows)}).select([])
+        return pa.Table.from_arrays(columns, schema=arrow_schema(list(fields)))
 
     def _keep_mask(self, deletion: DeletionFile, start: int, count: int) -> pa.Array:
         positions = load_deletion_vector(self.file_io, deletion)
@@ -170,28 +220,34 @@ class SplitReader:
         return pa.array(keep)
 
 
-    def _finish(self, table: pa.Table, *, filtered: bool = False) -> pa.Table:
-        if self.filter is not None and not filtered:
-            table = table.filter(self.filter)
-        if [f.name for f in self.read_fields] != [f.name for f in self.output_fields]:
+    def _finish(self, table: pa.Table, *, filtered: bool = False, plan: PartitionRead | None = None) -> pa.Table:
+        """The rows the filter keeps (unless the scan ``filtered`` them), as the output columns."""
+        row_filter = self.filter if plan is None else plan.filter
+        if row_filter is not None and not filtered:
+            table = table.filter(row_filter)
+        if plan is not None and plan.fill:
+            columns = [pa.repeat(plan.fill[f.name], table.num_rows) if f.name in plan.fill else table.column(f.name)
+                       for f in self.output_fields]
+            return pa.Table.from_arrays(columns, schema=self.output_schema)
+        if table.column_names != [f.name for f in self.output_fields]:
             table = table.select([f.name for f in self.output_fields])
         return table
 
-    def _pushdown(self, path: str, file_fields: dict[int, DataField],
-                  deletion: DeletionFile | None) -> pc.Expression | None:
-        """The filter, when the Parquet scan can evaluate it directly (pruning row groups).
+    def _pushdown(self, path: str, file_fields: dict[int, DataField], deletion: DeletionFile | None,
+                  plan: PartitionRead) -> pc.Expression | None:
+        """The partition's filter, when the Parquet scan can evaluate it directly (pruning row groups).
 
         That needs every read column stored under its current name and type, and no deletion
         vector (whose row positions a filtered scan would lose).
         """
-        if self.filter is None or deletion is not None or _format_of(path) != "parquet":
+        if plan.filter is None or deletion is not None or _format_of(path) != "parquet":
             return None
-        for data_field in self.read_fields:
+        for data_field in plan.read_fields:
             old = file_fields.get(data_field.id)
             if old is None or old.name != data_field.name or (
                     to_arrow_type(old.type) != to_arrow_type(data_field.type)):
                 return None
-        return self.filter
+        return plan.filter
 
     def _dataset(self, source: pa.NativeFile, schema: pa.Schema | None) -> ds.Dataset:
         """An open Parquet file for a filtered scan, its ``schema`` columns read as their own
@@ -217,24 +273,38 @@ class SplitReader:
 
     def _file_batches(self, split: DataSplit, meta: DataFileMeta,
                       batch_size: int) -> Iterator[pa.RecordBatch]:
+        plan = self.partition_read(split)
+        if plan.empty:
+            return
         path = self.file_path(split, meta)
-        file_fields = self._file_fields(meta)
+        file_fields = self._file_fields(meta, plan.read_fields)
         physical = [f.name for f in file_fields.values()]
         deletion = split.deletion_files.get(meta.file_name)
-        pushed = self._pushdown(path, file_fields, deletion)
+        pushed = self._pushdown(path, file_fields, deletion, plan)
         if pushed is not None:
             for batch in self._pushed_batches(path, file_fields, pushed, batch_size, meta.file_size):
                 if batch.num_rows:
-                    table = self._to_read_schema(pa.Table.from_batches([batch]), file_fields, batch.num_rows)
-                    yield from self._finish(table, filtered=True).to_batches()
+                    table = self._to_read_schema(pa.Table.from_batches([batch]), file_fields, batch.num_rows,
+                                                 plan.read_fields)
+                    yield from self._finish(table, filtered=True, plan=plan).to_batches()
             return
         offset = 0
         for batch in self._stream_physical(path, physical, batch_size, size=meta.file_size):
-            table = self._to_read_schema(pa.Table.from_batches([batch]), file_fields, batch.num_rows)
+            table = self._to_read_schema(pa.Table.from_batches([batch]), file_fields, batch.num_rows,
+                                         plan.read_fields)
             if deletion is not None:
                 table = table.filter(self._keep_mask(deletion, offset, table.num_rows))
             offset += batch.num_rows
-            yield from self._finish(table).to_batches()
+            yield from self._finish(table, plan=plan).to_batches()
+
+
+def _settled(leaf: Leaf, values: dict[str, pa.Scalar]) -> bool | None:
+    """A condition's outcome on every row of a partition with ``values``, when it is on a
+    partition column: the condition evaluated on that one value, as the row filter would."""
+    if leaf.column not in values:
+        return None
+    outcome = pa.table({leaf.column: pa.repeat(values[leaf.column], 1)}).filter(leaf.to_expression())
+    return outcome.num_rows == 1
 
 
 def physical_schema(file_fields: dict[int, DataField], extra: Sequence[pa.Field] = ()) -> pa.Schema:
@@ -303,6 +373,10 @@ def _iter_batches(source: pa.NativeFile, path: str, columns: list[str], batch_si
     elif fmt == "orc":
         reader = orc.ORCFile(source)
         _require_columns(reader.schema.names, columns)
+        if not columns:  # a stripe read of no column has no rows: count them from the file
+            for start in range(0, reader.nrows, batch_size):
+                yield pa.record_batch({"": pa.nulls(min(batch_size, reader.nrows - start))}).select([])
+            return
         for stripe in range(reader.nstripes):
             stripe_batch = reader.read_stripe(stripe, columns=columns)
             yield from pa.Table.from_batches([stripe_batch]).to_batches(batch_size)

@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from paimon_core.binary_row import internal_to_arrow_scalar
 from paimon_core.commit import FileStoreCommit, IndexUpdate, Overwrite, new_commit_user
 from paimon_core.compaction.compactor import CompactionResult
 from paimon_core.errors import InvalidArgumentError, SchemaError, UnsupportedFeatureError, WriterClosedError
@@ -116,7 +117,7 @@ class TableWrite:
         arrow = self.schema.arrow_schema()
         expression = None
         for key, value in self.overwrite.partition.items():
-            term = pc.field(key) == _internal_scalar(value, arrow.field(key).type)
+            term = pc.field(key) == internal_to_arrow_scalar(value, arrow.field(key).type)
             expression = term if expression is None else expression & term
         return expression
 
@@ -297,15 +298,3 @@ def overwrite_spec(table: TableContext, overwrite: OverwriteArg) -> Overwrite | 
     if not spec:
         return Overwrite("table")
     return Overwrite("static", internal_partition_spec(spec, schema, table=table.name))
-
-
-def _internal_scalar(value: Any, arrow_type: pa.DataType) -> pa.Scalar:
-    """Arrow scalar of an internal partition value (DATE days, TIMESTAMP nanos, ...)."""
-    if pa.types.is_date(arrow_type):
-        return pa.scalar(value, pa.int32()).cast(arrow_type)
-    if pa.types.is_timestamp(arrow_type):
-        factor = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}[arrow_type.unit]
-        return pa.scalar(value // factor, pa.int64()).cast(arrow_type)
-    if pa.types.is_time(arrow_type):
-        return pa.scalar(value, pa.int32()).cast(arrow_type)
-    return pa.scalar(value, arrow_type)

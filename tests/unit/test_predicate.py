@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from paimon_core.binary_row import arrow_scalar_to_internal
 from paimon_core.errors import SchemaError
-from paimon_core.read.predicate import ColumnRange, parse_filter
+from paimon_core.read.predicate import ColumnRange, Leaf, parse_filter, residual
 from paimon_core.schema import create_schema
 
 SCHEMA = create_schema(pa.schema([("id", pa.int64()), ("s", pa.string()), ("d", pa.date32()),
@@ -81,3 +81,38 @@ def test_unknown_ranges_never_prune() -> None:
     assert predicate.may_match({"s": ColumnRange(None, None, None, None)}.get)
     assert not predicate.may_match({"s": ColumnRange(None, None, 5, 5)}.get)
     assert pc.field("s") is not None
+
+
+def _term(column: str, op: str, literal: int, literals: list[int]) -> tuple:
+    if op.startswith("is"):
+        return (column, op)
+    return (column, op, literals if op in ("in", "not in") else literal)
+
+
+TERMS = st.builds(_term, st.sampled_from(["id", "p"]), st.sampled_from(OPS), st.integers(-3, 3),
+                  st.lists(st.integers(-3, 3), min_size=1, max_size=3))
+PARTITIONED = create_schema(pa.schema([("id", pa.int64()), ("p", pa.int64())]), partition_keys=["p"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(part=st.one_of(st.none(), st.integers(-3, 3)),
+       ids=st.lists(st.one_of(st.none(), st.integers(-3, 3)), min_size=1, max_size=8),
+       groups=st.lists(st.lists(TERMS, min_size=1, max_size=3), min_size=1, max_size=3))
+def test_residual_keeps_the_rows_the_filter_keeps(part: int | None, ids: list, groups: list) -> None:
+    """Within one partition, the filter with its partition conditions settled by the partition's
+    value keeps exactly the rows the whole filter keeps (nulls, NOT IN and ORs included)."""
+    predicate = parse_filter(groups, PARTITIONED, "db.t")
+    assert predicate is not None
+    rows = pa.table({"id": pa.array(ids, pa.int64()), "p": pa.array([part] * len(ids), pa.int64())})
+    one = rows.slice(0, 1).select(["p"])
+
+    def settle(leaf: Leaf) -> bool | None:
+        return one.filter(leaf.to_expression()).num_rows == 1 if leaf.column == "p" else None
+
+    rest = residual(predicate, settle)
+    want = rows.filter(predicate.to_expression())
+    if isinstance(rest, bool):
+        assert want.num_rows == (rows.num_rows if rest else 0)
+    else:
+        assert "p" not in rest.columns()
+        assert rows.filter(rest.to_expression()).equals(want)

@@ -3,7 +3,7 @@
  * library calls only, printing the harness's one result line (benchmarks/harness/measure.py).
  *
  * Usage: java -cp <paimon + hadoop jars>:<classes> PaimonBench SUITE java STEP --input DATA --target DIR
- *        [--upserts N] [--states N ...] [--key-range LOW HIGH] [--warm N]
+ *        [--upserts N] [--states N ...] [--key-range LOW HIGH] [--warm N] [--threads N]
  *
  * Suites: pk (steps write, upsert, read, range_read, build), the same table definition and
  * dataset files as the Python engines' (key id, 4 buckets, Parquet, zstd level 1).
@@ -12,6 +12,11 @@
  * over; reads consume every row the reader returns (the check's sums are taken in that loop).
  * With --warm N the step runs N times first (writes and upserts on throwaway copies of the
  * target), so the measured run is JIT-compiled: Java's steady state, not its start-up.
+ *
+ * With --threads N (default 1) a write or upsert runs N BatchTableWrites of one write builder on N
+ * threads, as N Flink sink subtasks would: the rows' buckets are computed on the N threads (the
+ * keyBy's hash), each writer takes the buckets b with b % N == its index, and one commit takes all
+ * their messages. A read hands the plan's splits round-robin to N threads, each with its own reader.
  */
 
 import com.sun.management.OperatingSystemMXBean;
@@ -38,7 +43,10 @@ import org.apache.paimon.table.FileStoreTable;
 import org.apache.paimon.table.sink.BatchTableCommit;
 import org.apache.paimon.table.sink.BatchTableWrite;
 import org.apache.paimon.table.sink.BatchWriteBuilder;
+import org.apache.paimon.table.sink.CommitMessage;
 import org.apache.paimon.table.source.ReadBuilder;
+import org.apache.paimon.table.source.Split;
+import org.apache.paimon.table.source.TableRead;
 import org.apache.paimon.types.DataTypes;
 import org.apache.paimon.types.RowType;
 
@@ -55,6 +63,10 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeSet;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.stream.Stream;
 
 public final class PaimonBench {
@@ -88,6 +100,7 @@ public final class PaimonBench {
         long high;
         boolean ranged;
         int warm;
+        int threads = 1;
 
         static Args parse(String[] argv) {
             Args args = new Args();
@@ -102,6 +115,7 @@ public final class PaimonBench {
                     case "--target": args.target = Paths.get(argv[++i]); break;
                     case "--upserts": args.upserts = Integer.parseInt(argv[++i]); break;
                     case "--warm": args.warm = Integer.parseInt(argv[++i]); break;
+                    case "--threads": args.threads = Integer.parseInt(argv[++i]); break;
                     case "--key-range":
                         args.low = Long.parseLong(argv[++i]);
                         args.high = Long.parseLong(argv[++i]);
@@ -151,10 +165,10 @@ public final class PaimonBench {
         List<InternalRow> rows = arrowRows(args.input.resolve("base.arrow"), -1);
         for (int i = 0; i < args.warm; i++) {
             Path scratch = scratch(args.target, i);
-            writeOnce(scratch, rows);
+            writeOnce(scratch, rows, args.threads);
             deleteTree(scratch);
         }
-        return measure(() -> writeOnce(args.target, rows));
+        return measure(() -> writeOnce(args.target, rows, args.threads));
     }
 
     private static ObjectNode upsert(Args args) throws Exception {
@@ -162,10 +176,10 @@ public final class PaimonBench {
         for (int i = 0; i < args.warm; i++) {
             Path scratch = scratch(args.target, i);
             copyTree(args.target, scratch);
-            upsertOnce(scratch, rows);
+            upsertOnce(scratch, rows, args.threads);
             deleteTree(scratch);
         }
-        return measure(() -> upsertOnce(args.target, rows));
+        return measure(() -> upsertOnce(args.target, rows, args.threads));
     }
 
     private static ObjectNode read(Args args) throws Exception {
@@ -184,10 +198,10 @@ public final class PaimonBench {
         Path work = args.target.resolve("building");
         deleteTree(work);
         long start = System.nanoTime();
-        writeOnce(work, arrowRows(args.input.resolve("base.arrow"), -1));
+        writeOnce(work, arrowRows(args.input.resolve("base.arrow"), -1), 1);
         for (int index = 0; index <= states.last(); index++) {
             if (index > 0) {
-                upsertOnce(work, arrowRows(args.input.resolve("upserts.arrow"), index - 1));
+                upsertOnce(work, arrowRows(args.input.resolve("upserts.arrow"), index - 1), 1);
             }
             if (states.contains(index)) {
                 copyTree(work, args.target.resolve("state_" + index));
@@ -203,35 +217,71 @@ public final class PaimonBench {
         return result;
     }
 
-    private static ObjectNode writeOnce(Path warehouse, List<InternalRow> rows) throws Exception {
+    private static ObjectNode writeOnce(Path warehouse, List<InternalRow> rows, int threads) throws Exception {
         try (Catalog catalog = catalog(warehouse)) {
             catalog.createDatabase(DATABASE, true);
             Schema.Builder schema = Schema.newBuilder().primaryKey(KEY).options(PK_OPTIONS);
             PK_ROW.getFields().forEach(field -> schema.column(field.name(), field.type()));
             catalog.createTable(Identifier.create(DATABASE, PK_TABLE), schema.build(), false);
-            return commit(pkTable(catalog), rows);
+            return commit(pkTable(catalog), rows, threads);
         }
     }
 
-    private static ObjectNode upsertOnce(Path warehouse, List<InternalRow> rows) throws Exception {
+    private static ObjectNode upsertOnce(Path warehouse, List<InternalRow> rows, int threads) throws Exception {
         try (Catalog catalog = catalog(warehouse)) {
-            return commit(pkTable(catalog), rows);
+            return commit(pkTable(catalog), rows, threads);
         }
     }
 
-    /** One batch commit of {@code rows}; the check is the rows the new snapshot added. */
-    private static ObjectNode commit(FileStoreTable table, List<InternalRow> rows) throws Exception {
+    /** One batch commit of {@code rows} by {@code threads} writers (see the file's comment); the
+     * check is the rows the new snapshot added. */
+    private static ObjectNode commit(FileStoreTable table, List<InternalRow> rows, int threads) throws Exception {
         Path spill = Files.createTempDirectory("paimon-bench-spill");
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
         try (IOManager io = IOManager.create(spill.toString())) {
             BatchWriteBuilder builder = table.newBatchWriteBuilder();
-            try (BatchTableWrite write = builder.newWrite(); BatchTableCommit commit = builder.newCommit()) {
-                write.withIOManager(io);
-                for (InternalRow row : rows) {
-                    write.write(row);
+            List<BatchTableWrite> writes = new ArrayList<>();
+            try (BatchTableCommit commit = builder.newCommit()) {
+                for (int i = 0; i < threads; i++) {
+                    BatchTableWrite write = builder.newWrite();
+                    write.withIOManager(io);
+                    writes.add(write);
                 }
-                commit.commit(write.prepareCommit());
+                if (threads == 1) {
+                    for (InternalRow row : rows) {
+                        writes.get(0).write(row);
+                    }
+                    commit.commit(writes.get(0).prepareCommit());
+                } else {
+                    int[] buckets = new int[rows.size()];
+                    int slice = (rows.size() + threads - 1) / threads;
+                    runAll(pool, threads, index -> {
+                        BatchTableWrite write = writes.get(index);
+                        for (int r = index * slice; r < Math.min(rows.size(), (index + 1) * slice); r++) {
+                            buckets[r] = write.getBucket(rows.get(r));
+                        }
+                        return null;
+                    });
+                    List<List<CommitMessage>> messages = runAll(pool, threads, index -> {
+                        BatchTableWrite write = writes.get(index);
+                        for (int r = 0; r < buckets.length; r++) {
+                            if (buckets[r] % threads == index) {
+                                write.write(rows.get(r), buckets[r]);
+                            }
+                        }
+                        return write.prepareCommit();
+                    });
+                    List<CommitMessage> all = new ArrayList<>();
+                    messages.forEach(all::addAll);
+                    commit.commit(all);
+                }
+            } finally {
+                for (BatchTableWrite write : writes) {
+                    write.close();
+                }
             }
         } finally {
+            pool.shutdownNow();
             deleteTree(spill);
         }
         Snapshot latest = table.snapshotManager().latestSnapshot();
@@ -240,7 +290,27 @@ public final class PaimonBench {
         return check;
     }
 
-    /** Plans and reads the merged table (or its key range) row by row; the fingerprint of what it returned. */
+    /** A task per thread index, run on {@code pool}; their results in index order (the first failure is thrown). */
+    private static <T> List<T> runAll(ExecutorService pool, int threads, IndexedTask<T> task) throws Exception {
+        List<Future<T>> futures = new ArrayList<>();
+        for (int i = 0; i < threads; i++) {
+            int index = i;
+            futures.add(pool.submit((Callable<T>) () -> task.run(index)));
+        }
+        List<T> results = new ArrayList<>();
+        for (Future<T> future : futures) {
+            results.add(future.get());
+        }
+        return results;
+    }
+
+    /** The work of one thread of {@link #runAll}. */
+    private interface IndexedTask<T> {
+        T run(int index) throws Exception;
+    }
+
+    /** Plans and reads the merged table (or its key range) row by row, the plan's splits on
+     * {@code --threads} threads; the fingerprint of what it returned. */
     private static ObjectNode readOnce(FileStoreTable table, Args args) throws Exception {
         ReadBuilder builder = table.newReadBuilder();
         if (args.ranged) {
@@ -249,33 +319,55 @@ public final class PaimonBench {
                     predicates.lessThan(0, args.high));
             builder = builder.withFilter(range);
         }
-        long rows = 0;
-        long sumId = 0;
-        long sumInt = 0;
-        long sumI32 = 0;
-        try (RecordReader<InternalRow> reader = builder.newRead().createReader(builder.newScan().plan())) {
-            RecordReader.RecordIterator<InternalRow> batch;
-            while ((batch = reader.readBatch()) != null) {
-                InternalRow row;
-                while ((row = batch.next()) != null) {
-                    long id = row.getLong(0);
-                    if (args.ranged && (id < args.low || id >= args.high)) {
-                        continue;  // the filter prunes files and row groups; the rest is the reader's caller's
+        List<Split> splits = builder.newScan().plan().splits();
+        ReadBuilder planned = builder;
+        ExecutorService pool = Executors.newFixedThreadPool(args.threads);
+        List<long[]> sums;
+        try {
+            sums = runAll(pool, args.threads, index -> {
+                TableRead read = planned.newRead();
+                long[] sum = new long[4];
+                for (int s = index; s < splits.size(); s += args.threads) {
+                    try (RecordReader<InternalRow> reader = read.createReader(splits.get(s))) {
+                        fingerprint(reader, args, sum);
                     }
-                    rows++;
-                    sumId += id;
-                    sumInt += row.isNullAt(1) ? 0 : row.getLong(1);
-                    sumI32 += row.isNullAt(5) ? 0 : row.getInt(5);
                 }
-                batch.releaseBatch();
+                return sum;
+            });
+        } finally {
+            pool.shutdownNow();
+        }
+        long[] total = new long[4];
+        for (long[] sum : sums) {
+            for (int i = 0; i < total.length; i++) {
+                total[i] += sum[i];
             }
         }
         ObjectNode check = JSON.createObjectNode();
-        check.put("rows", rows);
-        check.put("sum_id", sumId);
-        check.put("sum_v_int", sumInt);
-        check.put("sum_v_i32", sumI32);
+        check.put("rows", total[0]);
+        check.put("sum_id", total[1]);
+        check.put("sum_v_int", total[2]);
+        check.put("sum_v_i32", total[3]);
         return check;
+    }
+
+    /** Adds every row of {@code reader} to {@code sum}: rows, sum(id), sum(v_int), sum(v_i32). */
+    private static void fingerprint(RecordReader<InternalRow> reader, Args args, long[] sum) throws IOException {
+        RecordReader.RecordIterator<InternalRow> batch;
+        while ((batch = reader.readBatch()) != null) {
+            InternalRow row;
+            while ((row = batch.next()) != null) {
+                long id = row.getLong(0);
+                if (args.ranged && (id < args.low || id >= args.high)) {
+                    continue;  // the filter prunes files and row groups; the rest is the reader's caller's
+                }
+                sum[0]++;
+                sum[1] += id;
+                sum[2] += row.isNullAt(1) ? 0 : row.getLong(1);
+                sum[3] += row.isNullAt(5) ? 0 : row.getInt(5);
+            }
+            batch.releaseBatch();
+        }
     }
 
     // ---- measurement ----------------------------------------------------------------------------
