@@ -244,8 +244,6 @@ def table_row(rows: int, outcomes: list[Outcome[Step]], o: Outcome[Step]) -> lis
 
 
 TARGETS = (
-    Target("write faster than raw pyarrow write_dataset", Step("ours", "write", "write", "ours"), "pyarrow", 1.0,
-           strict=True),
     Target("full read within 1.3x of raw pyarrow", Step("ours", "read", "read", "ours"), "pyarrow", 1.3),
     Target("filtered read within 1.3x of raw pyarrow", Step("ours", "filtered_read", "filtered_read", "ours"),
            "pyarrow", 1.3),
