@@ -95,13 +95,20 @@ def worker_profile_path(profile: Path) -> Path:
     return profile.with_name(profile.stem + ".workers" + profile.suffix)
 
 
-def measure(action: Callable[[], T], profile: Path | None = None) -> tuple[T, Timing]:
-    """Run ``action`` once and time it.
+def measure(action: Callable[[], T], profile: Path | None = None, *, warm: int = 0) -> tuple[T, Timing]:
+    """Run ``action`` once and time it; with ``warm``, after that many unmeasured runs of it.
 
+    Warm runs are for actions that leave nothing behind (reads): the measured call then finds its
+    process's memory already touched, as a long-running reader's (or a JVM's after its warm-up) is.
+    The peak RSS is reset after them (``clear_refs`` 5), so it still measures the call alone.
     With ``profile`` the call runs under cProfile and the stats are dumped there, and those of the
     work items it ran on thread pools to :func:`worker_profile_path` (the time then includes the
     profilers' overhead).
     """
+    for _ in range(warm):
+        action()
+    if warm:
+        _reset_peak_rss()
     base = peak_rss_mib()
     if profile is None:
         cpu, start = _cpu_seconds(), time.perf_counter()
@@ -117,6 +124,15 @@ def measure(action: Callable[[], T], profile: Path | None = None) -> tuple[T, Ti
     return result, timing
 
 
+def _reset_peak_rss() -> None:
+    """VmHWM back to the current RSS (Linux 4.0+); elsewhere the peak keeps the warm runs'."""
+    try:
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")
+    except OSError:
+        pass
+
+
 def report(timing: Timing, check: dict[str, Any]) -> None:
     """Print the one result line the driver parses: the timing, and what the step did or returned
     (``check``: what the driver compares with the expected result, or the step's own figures)."""
@@ -126,9 +142,11 @@ def report(timing: Timing, check: dict[str, Any]) -> None:
     print(RESULT_PREFIX + json.dumps(record), flush=True)
 
 
-def measure_and_report(action: Callable[[], T], profile: Path | None, check: Callable[[T], dict[str, Any]]) -> None:
-    """Time ``action`` and report it with ``check`` of its result (computed after the timer)."""
-    result, timing = measure(action, profile)
+def measure_and_report(action: Callable[[], T], profile: Path | None, check: Callable[[T], dict[str, Any]],
+                       *, warm: int = 0) -> None:
+    """Time ``action`` (after ``warm`` unmeasured runs) and report it with ``check`` of its result
+    (computed after the timer)."""
+    result, timing = measure(action, profile, warm=warm)
     report(timing, check(result))
 
 

@@ -225,7 +225,7 @@ def _upsert(engine: PkEngine, args: argparse.Namespace) -> None:
 def _read(engine: PkEngine, args: argparse.Namespace) -> None:
     key_range = tuple(args.key_range) if args.key_range else None
     handle = engine.open(args.target)
-    measure_and_report(lambda: engine.read(handle, key_range), args.profile, data.keyed_fingerprint)
+    measure_and_report(lambda: engine.read(handle, key_range), args.profile, data.keyed_fingerprint, warm=args.warm)
 
 
 def _build(engine: PkEngine, args: argparse.Namespace) -> None:
@@ -268,6 +268,8 @@ def add_step_options(parser: argparse.ArgumentParser) -> None:
                         help="build: upsert counts after which to keep a copy of the table")
     parser.add_argument("--key-range", type=int, nargs=2, metavar=("LOW", "HIGH"),
                         help="range_read: read the keys LOW <= id < HIGH")
+    parser.add_argument("--warm", type=int, default=0,
+                        help="read, range_read: unmeasured reads before the measured one, in the step's process")
 
 
 # ---- driver ------------------------------------------------------------------------------------------
@@ -447,6 +449,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--oracle-reps", type=int, help="processes per pypaimon step (default --reps)")
     parser.add_argument("--java-warm", type=int, default=2,
                         help="runs of each Java step in its JVM before the measured one (JIT warm-up; 0 with --quick)")
+    parser.add_argument("--read-warm", type=int, default=0,
+                        help="unmeasured reads a Python engine's read step runs first in its process, as Java's "
+                             "steps do (--java-warm): on a VM that returns freed memory to its host, a fresh "
+                             "process's first touch of its memory is otherwise part of its time")
     parser.add_argument("--java-threads", type=int, default=1,
                         help="Java's writers (one BatchTableWrite each, buckets split between them) and "
                              "read threads (splits split between them)")
@@ -466,10 +472,12 @@ def run(run: SuiteRun) -> Result:
     args = run.args
     plan = Plan(args.rows, args.batch_rows, max(args.read_states))
     run.meta.update(oracle_reps=args.oracle_reps, java_warm=args.java_warm, java_threads=args.java_threads,
+                    read_warm=args.read_warm,
                     plan=asdict(plan))
     directory, facts = dataset(run.work, plan)
     ctx = Context(run.steps(directory), facts, run.work / "pristine", run.work / "run",
-                  {"java": ["--warm", str(args.java_warm), "--threads", str(args.java_threads)]})
+                  {"java": ["--warm", str(args.java_warm), "--threads", str(args.java_threads)],
+                   **{engine: ["--warm", str(args.read_warm)] for engine in ENGINES if engine != "java"}})
     shutil.rmtree(ctx.pristine, ignore_errors=True)
     shutil.rmtree(ctx.scratch, ignore_errors=True)
     builds = build_states(ctx, run.engines, [0, *args.read_states])
@@ -484,7 +492,7 @@ def run(run: SuiteRun) -> Result:
     title = (f"Primary-key benchmark: {plan.rows:,} rows, {plan.batches} upserts of {plan.batch_rows:,} "
              f"(half updates), bucket {BUCKETS}; {args.reps} process(es) per step ({args.oracle_reps} for "
              f"pypaimon; Java after {args.java_warm} warm-up run(s) in its JVM, on {args.java_threads} "
-             f"thread(s)), median step seconds")
+             f"thread(s); Python reads after {args.read_warm} warm-up read(s)), median step seconds")
     document = {"build_seconds": builds, "steps": [o.to_json() for o in outcomes],
                 "targets": [v.to_json() for v in results]}
     return Result(title, render(plan, outcomes, builds, results), document, profiles=profiles,
