@@ -205,6 +205,9 @@ EMPTY_ROW = serialize_with_arity((), ())
 # internal form of Arrow values
 # ------------------------------------------------------------------------------------------
 
+#: Nanoseconds in one tick of each Arrow timestamp unit (internal TIMESTAMPs are nanoseconds).
+_NANOS_PER_UNIT = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
+
 
 def internal_to_arrow_scalar(value: Any, arrow_type: pa.DataType) -> pa.Scalar:
     """The Arrow scalar of ``arrow_type`` holding an internal value (DATE days, TIME millis,
@@ -214,7 +217,7 @@ def internal_to_arrow_scalar(value: Any, arrow_type: pa.DataType) -> pa.Scalar:
     if pa.types.is_date(arrow_type):
         return pa.scalar(value, pa.int32()).cast(arrow_type)
     if pa.types.is_timestamp(arrow_type):
-        factor = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}[arrow_type.unit]
+        factor = _NANOS_PER_UNIT[arrow_type.unit]
         return pa.scalar(value // factor, pa.int64()).cast(arrow_type)
     if pa.types.is_time(arrow_type):
         return pa.scalar(value, pa.int32()).cast(pa.time32("ms")).cast(arrow_type)
@@ -233,7 +236,7 @@ def arrow_scalar_to_internal(scalar: pa.Scalar, data_type: DataType) -> Any:
             scalar.cast(pa.time32("ms")).cast(pa.int32()).as_py())
     if root in ("TIMESTAMP", "TIMESTAMP_LTZ"):
         unit = scalar.type.unit
-        factor = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}[unit]
+        factor = _NANOS_PER_UNIT[unit]
         return int(scalar.value) * factor
     return scalar.as_py()
 
@@ -496,7 +499,7 @@ def _decimal_unscaled(column: pa.Array, scale: int) -> np.ndarray:
 
 
 def _timestamp_nanos(column: pa.Array) -> np.ndarray:
-    factor = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}[column.type.unit]
+    factor = _NANOS_PER_UNIT[column.type.unit]
     ints = column.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
     return np.asarray(ints, dtype=np.int64) * factor
 

@@ -209,7 +209,7 @@ class SplitReader:
                 column = _cast(column, target, data_field.name, self.table)
             columns.append(column)
         if not columns:  # no column is read (the output is partition values): the rows still count
-            return pa.table({"": pa.nulls(rows)}).select([])
+            return pa.Table.from_batches([_rows_only(rows)])
         return pa.Table.from_arrays(columns, schema=arrow_schema(list(fields)))
 
     def _keep_mask(self, deletion: DeletionFile, start: int, count: int) -> pa.Array:
@@ -359,6 +359,11 @@ def _require_columns(present: Sequence[str], columns: Sequence[str]) -> None:
         raise KeyError(f"the file has no column {missing[0]!r} (it has {list(present)})")
 
 
+def _rows_only(rows: int) -> pa.RecordBatch:
+    """A batch of ``rows`` rows and no column: what a read of no column yields, so counts hold."""
+    return pa.record_batch({"": pa.nulls(rows)}).select([])
+
+
 def _iter_batches(source: pa.NativeFile, path: str, columns: list[str], batch_size: int,
                   batch_bytes: int | None = None) -> Iterator[pa.RecordBatch]:
     fmt = _format_of(path)
@@ -375,7 +380,7 @@ def _iter_batches(source: pa.NativeFile, path: str, columns: list[str], batch_si
         _require_columns(reader.schema.names, columns)
         if not columns:  # a stripe read of no column has no rows: count them from the file
             for start in range(0, reader.nrows, batch_size):
-                yield pa.record_batch({"": pa.nulls(min(batch_size, reader.nrows - start))}).select([])
+                yield _rows_only(min(batch_size, reader.nrows - start))
             return
         for stripe in range(reader.nstripes):
             stripe_batch = reader.read_stripe(stripe, columns=columns)
