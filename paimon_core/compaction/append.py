@@ -3,6 +3,10 @@
 Pure. Unaware-bucket tables (``bucket = -1``) gather a partition's small files into groups
 worth a rewrite; fixed-bucket tables slide a window over a bucket's files in sequence order, so
 a group is always a contiguous stretch of the bucket's rows. Groups keep the files' order.
+
+A group worth more than one output file is rewritten by several writers at once, each taking a
+contiguous slice (:func:`writer_slices`): the rows, their order and their sequence numbers are
+those of one writer rewriting the whole group; only where the output files break differs.
 """
 
 from __future__ import annotations
@@ -82,3 +86,38 @@ def pick_bucketed_full(files: Sequence[DataFileMeta], limits: AppendLimits, *, f
     if small > len(rest) - small and len(rest) >= FULL_COMPACT_MIN_FILES:
         return tuple(rest)
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class Slice:
+    """Files of a group one writer rewrites, and the sequence number its first row gets."""
+
+    files: Group
+    first_sequence: int
+
+
+def writer_slices(group: Group, target_size: int, writers: int) -> list[Slice]:
+    """A group cut into contiguous slices of about equal bytes, one per writer.
+
+    There are as many slices as the group has output files' worth (``target_size`` each), at
+    most ``writers``, so the slices write no more files than one writer would. Rows are numbered
+    from the group's first file's first sequence number, as a rewrite of the whole group numbers
+    them: a slice starts after the rows of the slices before it.
+    """
+    total = sum(f.file_size for f in group)
+    count = max(1, min(writers, len(group), -(-total // max(target_size, 1))))
+    slices: list[Slice] = []
+    sequence = group[0].min_sequence_number if group else 0
+    start = size = 0
+    for index, meta in enumerate(group):
+        size += meta.file_size
+        left = len(group) - index - 1  # files after this one
+        wanted = count - len(slices) - 1  # slices still to start after the current one
+        if wanted and (size * count >= total * (len(slices) + 1) or left == wanted):
+            files = tuple(group[start:index + 1])
+            slices.append(Slice(files, sequence))
+            sequence += sum(f.row_count for f in files)
+            start = index + 1
+    if start < len(group):
+        slices.append(Slice(tuple(group[start:]), sequence))
+    return slices

@@ -10,13 +10,15 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from paimon_core.binary_row import deserialize_with_arity
 from paimon_core.commit import FileStoreCommit
+from paimon_core.compaction.append import writer_slices
 from paimon_core.compaction.dv_index import with_deletion_vectors
 from paimon_core.compaction.levels import level_sizes
 from paimon_core.compaction.planning import BucketFiles, BucketWork, Planner
@@ -310,43 +312,53 @@ class TableCompactor:
              progress: Progress = no_progress) -> list[CompactIncrement]:
         if not work:
             return []
+        if not self.planner.primary_key:
+            return self._run_append(work, progress)
         file_io, paths = self.table.file_io, self.table.paths
-        schemas, schema, options, name = self.table.schemas, self.schema, self.options, self.table.name
-        if self.planner.primary_key:
-            # Input chunks of the buckets compacted at once share write-buffer-size; merge copies and
-            # the output row group come on top, so a task gets a third of its share for input.
-            budget = options.write_buffer_size // (3 * min(_THREADS, len(work)))
-            merge = MergeTreeRewriter(file_io, paths, schemas, schema, options, table=name, memory_budget=budget)
-            vectors = deletion_files(paths, index)
-            dv_entries = [e for e in index if e.index_type == DELETION_VECTORS]
+        options = self.options
+        # Input chunks of the buckets compacted at once share write-buffer-size; merge copies and
+        # the output row group come on top, so a task gets a third of its share for input.
+        budget = options.write_buffer_size // (3 * min(_THREADS, len(work)))
+        merge = MergeTreeRewriter(file_io, paths, self.table.schemas, self.schema, options, table=self.table.name,
+                                  memory_budget=budget)
+        vectors = deletion_files(paths, index)
+        dv_entries = [e for e in index if e.index_type == DELETION_VECTORS]
 
-            def run(w: BucketWork) -> CompactIncrement:
-                assert w.task is not None
-                where = (w.bucket.partition.row, w.bucket.bucket)
-                current = vectors.get(where, {})
-                increment, deleted = merge.run(w.bucket.partition, w.bucket.bucket, w.bucket.total_buckets, w.task,
-                                               current)
-                if not options.deletion_vectors_enabled and not current:
-                    return increment
-                entries = [e for e in dv_entries if (e.partition, e.bucket) == where]
-                return with_deletion_vectors(file_io, paths, increment, current, entries, deleted)
-        else:
-            append = AppendRewriter(file_io, paths, schemas, schema, options, table=name)
+        def run(w: BucketWork) -> CompactIncrement:
+            assert w.task is not None
+            where = (w.bucket.partition.row, w.bucket.bucket)
+            current = vectors.get(where, {})
+            increment, deleted = merge.run(w.bucket.partition, w.bucket.bucket, w.bucket.total_buckets, w.task,
+                                           current)
+            if not options.deletion_vectors_enabled and not current:
+                return increment
+            entries = [e for e in dv_entries if (e.partition, e.bucket) == where]
+            return with_deletion_vectors(file_io, paths, increment, current, entries, deleted)
 
-            def run(w: BucketWork) -> CompactIncrement:
-                return append.run(w.bucket.partition, w.bucket.bucket, w.bucket.total_buckets, w.groups)
+        return _in_parallel(self.table, [partial(run, w) for w in work], progress, "compacting buckets")
 
-        with ThreadPoolExecutor(min(_THREADS, len(work)), thread_name_prefix="paimon-compact") as pool:
-            futures = [pool.submit(run, w) for w in work]
-            progress("compacting buckets", 0, len(futures))
-            for finished, _ in enumerate(as_completed(futures), 1):
-                progress("compacting buckets", finished, len(futures))
-        done = [f.result() for f in futures if f.exception() is None]
-        failures = [error for f in futures if (error := f.exception()) is not None]
-        if failures:
-            _discard(self.table, done)  # nothing is committed: remove what the finished tasks wrote
-            raise failures[0]
-        return done
+    def _run_append(self, work: Sequence[BucketWork], progress: Progress) -> list[CompactIncrement]:
+        """Rewrite the groups of append buckets; a group worth several files takes several writers."""
+        table = self.table
+        rewriter = AppendRewriter(table.file_io, table.paths, table.schemas, self.schema, self.options,
+                                  table=table.name)
+        target = self.options.target_file_size_for(primary_key=False)
+        owners: list[int] = []
+        tasks: list[Callable[[], CompactIncrement]] = []
+        for number, w in enumerate(work):
+            for group in w.groups:
+                for piece in writer_slices(group, target, _THREADS):
+                    owners.append(number)
+                    tasks.append(partial(rewriter.rewrite, w.bucket.partition, w.bucket.bucket,
+                                         w.bucket.total_buckets, piece.files, piece.first_sequence))
+        pieces = _in_parallel(table, tasks, progress, "rewriting file groups")
+        increments = []
+        for number, w in enumerate(work):
+            mine = [p for owner, p in zip(owners, pieces) if owner == number]
+            increments.append(CompactIncrement(w.bucket.partition, w.bucket.bucket, w.bucket.total_buckets,
+                                               tuple(f for p in mine for f in p.before),
+                                               tuple(f for p in mine for f in p.after)))
+        return increments
 
     def reports(self, prepared: PreparedCompaction) -> tuple[BucketCompaction, ...]:
         """What each prepared bucket compaction does, as a commit of it will report."""
@@ -397,6 +409,23 @@ class TableCompactor:
         if not self.planner.primary_key and any(e.index_type == DELETION_VECTORS for e in index):
             raise UnsupportedFeatureError(f"append table {self.table.name} has deletion vectors; compacting it "
                                           "is not supported yet")
+
+
+def _in_parallel(table: TableContext, tasks: Sequence[Callable[[], CompactIncrement]],
+                 progress: Progress, label: str) -> list[CompactIncrement]:
+    """Run rewrite tasks on the worker threads, their increments in task order. If one fails,
+    what the others wrote is removed and its error raised (nothing is committed)."""
+    with ThreadPoolExecutor(min(_THREADS, len(tasks)), thread_name_prefix="paimon-compact") as pool:
+        futures = [pool.submit(task) for task in tasks]
+        progress(label, 0, len(futures))
+        for finished, _ in enumerate(as_completed(futures), 1):
+            progress(label, finished, len(futures))
+    done = [f.result() for f in futures if f.exception() is None]
+    failures = [error for f in futures if (error := f.exception()) is not None]
+    if failures:
+        _discard(table, done)
+        raise failures[0]
+    return done
 
 
 def _discard(table: TableContext, increments: Sequence[CompactIncrement]) -> None:

@@ -318,27 +318,22 @@ class AppendRewriter(_TableFiles):
         super().__init__(file_io, paths, schema, options)
         self.reader = SplitReader(file_io, paths, schemas, schema, table=table)
 
-    def run(self, partition: Partition, bucket: int, total_buckets: int,
-            groups: Sequence[Sequence[DataFileMeta]]) -> CompactIncrement:
-        before: list[DataFileMeta] = []
-        after: list[DataFileMeta] = []
-        output = _Output()
+    def rewrite(self, partition: Partition, bucket: int, total_buckets: int, files: Sequence[DataFileMeta],
+                first_sequence: int) -> CompactIncrement:
+        """``files``' rows, in order, written to new files and numbered from ``first_sequence``
+        (a group's first file's first sequence number, as Paimon renumbers a rewritten group)."""
+        counter = SequenceCounter(first_sequence)
+        writer = self.writer(partition, bucket, file_schema=arrow_schema(self.schema.fields, with_ids=True),
+                             content=lambda: AppendContent(counter), level=0, primary_key=False)
         try:
-            for files in groups:
-                # Rows are renumbered from the first file's first sequence number, as Paimon does.
-                counter = SequenceCounter(files[0].min_sequence_number)
-                writer = output.track(self.writer(
-                    partition, bucket, file_schema=arrow_schema(self.schema.fields, with_ids=True),
-                    content=lambda counter=counter: AppendContent(counter), level=0, primary_key=False))
-                split = replace(self.split(partition, bucket), files=tuple(files))
-                batches = self.reader.iter_batches([split], batch_size=262144)
-                write_coalesced(writer, prefetched(pa.Table.from_batches([b]) for b in batches))
-                before += files
-                after += writer.close()
+            split = replace(self.split(partition, bucket), files=tuple(files))
+            batches = self.reader.iter_batches([split], batch_size=262144)
+            write_coalesced(writer, prefetched(pa.Table.from_batches([b]) for b in batches))
+            written = writer.close()
         except BaseException:
-            output.abort()
+            writer.abort()
             raise
-        return CompactIncrement(partition, bucket, total_buckets, tuple(before), tuple(after))
+        return CompactIncrement(partition, bucket, total_buckets, tuple(files), tuple(written))
 
 
 def _tee_keys(chunks: Iterator[pa.Table], keys: Sequence[str], sink: list[pa.Table]) -> Iterator[pa.Table]:

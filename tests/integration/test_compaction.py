@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import multiprocessing as mp
 from dataclasses import replace
@@ -20,6 +21,7 @@ from paimon_core.compaction.compactor import TableCompactor
 from paimon_core.errors import CommitConflictError
 from paimon_core.keyvalue import SEQUENCE_NUMBER
 from paimon_core.schema import AddColumn, SetOption
+from paimon_core.threads import worker_threads
 from tests.integration.conftest import EVENTS, events, files_under, merged_view
 
 SCHEMA = pa.schema([pa.field("dt", pa.string(), nullable=False), pa.field("id", pa.int64(), nullable=False),
@@ -174,6 +176,50 @@ def test_fixed_bucket_append_keeps_sequence_ranges(catalog: pc.Catalog) -> None:
         assert compacted.max_sequence_number + 1 == last.min_sequence_number  # ranges stay contiguous
         assert last.max_sequence_number == ranges_before[split.bucket][1]
         assert table.read_split(split).column("id").to_pylist() == order_before[split.bucket]
+
+
+def stored(table: pc.Table) -> list[Any]:
+    """The table's data files in sequence order."""
+    return sorted((f for split in table.plan() for f in split.files), key=lambda f: f.min_sequence_number)
+
+
+# one group: unaware buckets close a group at twice the target, counting each file's open cost
+@pytest.mark.parametrize(("bucket", "commits"), [("-1", 20), ("1", 40)])
+def test_a_group_worth_several_files_is_rewritten_by_several_writers_as_one_would(catalog: pc.Catalog,
+                                                                                  bucket: str, commits: int) -> None:
+    options = {"write-only": "true", "target-file-size": "16 kb", "source.split.open-file-cost": "1 b",
+               "bucket": bucket, **({"bucket-key": "id"} if bucket != "-1" else {})}
+    table = catalog.create_table(f"db.sliced{bucket}", schema=EVENTS, options=options)
+    for i in range(commits):
+        table.write(events(range(i * 50, i * 50 + 50)))
+    first = stored(table)[0].min_sequence_number
+    before = table.read().column("id").to_pylist()
+    result = table.compact(full=True)
+    assert [(b.files_in, b.files_out) for b in result.buckets] == [(commits, min(2, worker_threads()))]
+    written = stored(table)
+    assert all(f.file_source == 1 for f in written)
+    assert written[0].min_sequence_number == first  # numbered as one writer of the whole group numbers
+    assert all(a.max_sequence_number + 1 == b.min_sequence_number for a, b in itertools.pairwise(written))
+    assert written[-1].max_sequence_number == first + 50 * commits - 1
+    assert table.read().column("id").to_pylist() == before == list(range(50 * commits))
+    in_files = [pq.read_table(Path(table.path) / "bucket-0" / f.file_name).column("id").to_pylist() for f in written]
+    assert [i for ids in in_files for i in ids] == before
+
+
+def test_a_failed_writer_slice_leaves_nothing_behind(catalog: pc.Catalog) -> None:
+    table = catalog.create_table("db.slicefail", schema=EVENTS,
+                                 options={"write-only": "true", "target-file-size": "16 kb"})
+    for i in range(30):
+        table.write(events(range(i * 50, i * 50 + 50)))
+    files = stored(table)
+    gone = files[len(files) // 2]  # in the first group's last slice
+    (Path(table.path) / "bucket-0" / gone.file_name).unlink()
+    on_disk = files_under(Path(table.path))
+    snapshot = table.latest_snapshot()
+    with pytest.raises(Exception, match=gone.file_name):
+        table.compact(full=True)
+    assert files_under(Path(table.path)) == on_disk  # what the other writers wrote is removed again
+    assert table.latest_snapshot() == snapshot
 
 
 # ---- conflicts ------------------------------------------------------------------------------------

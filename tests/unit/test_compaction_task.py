@@ -7,7 +7,13 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from paimon_core.compaction.append import AppendLimits, pick_bucketed, pick_bucketed_full, pick_unaware
+from paimon_core.compaction.append import (
+    AppendLimits,
+    pick_bucketed,
+    pick_bucketed_full,
+    pick_unaware,
+    writer_slices,
+)
 from paimon_core.compaction.intervals import section_runs, sections
 from paimon_core.compaction.levels import Levels
 from paimon_core.compaction.merge_tree import Rewrite, TaskPlan, Upgrade, plan_task
@@ -184,3 +190,29 @@ def test_bucketed_full_skips_leading_big_files_and_needs_more_small_than_big() -
     assert pick_bucketed_full([app("big", 150, 0), app("s1", 10, 10)], LIMITS) is None
     forced = pick_bucketed_full([app("big", 150, 0)], LIMITS, force=True)
     assert forced is not None and len(forced) == 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 500), st.integers(0, 50)), min_size=1, max_size=30),
+       st.integers(1, 400), st.integers(1, 4), st.integers(0, 1000))
+def test_writer_slices_keep_the_group_its_order_and_its_numbering(
+        files: list[tuple[int, int]], target: int, writers: int, first: int) -> None:
+    group = tuple(DataFileMeta(f"f{i}", size, rows, min_sequence_number=first + 7 * i)
+                  for i, (size, rows) in enumerate(files))
+    slices = writer_slices(group, target, writers)
+    total = sum(size for size, _ in files)
+    assert len(slices) == min(writers, len(group), -(-total // target))  # no more files than one writer makes
+    assert tuple(f for s in slices for f in s.files) == group and all(s.files for s in slices)
+    biggest = max(size for size, _ in files)
+    assert all(sum(f.file_size for f in s.files) <= total / len(slices) + biggest for s in slices)
+    sequence = first  # one writer numbers the group's rows from its first file's first sequence number
+    for piece in slices:
+        assert piece.first_sequence == sequence
+        sequence += sum(f.row_count for f in piece.files)
+
+
+def test_a_group_of_one_file_worth_is_one_slice() -> None:
+    group = tuple(app(f"f{i}", 10, 10 * i) for i in range(5))
+    assert [len(s.files) for s in writer_slices(group, 100, 4)] == [5]
+    assert [len(s.files) for s in writer_slices(group, 20, 2)] == [3, 2]
+    assert [s.first_sequence for s in writer_slices(group, 20, 2)] == [0, 30]
