@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -29,8 +30,9 @@ from paimon_core.options import TableOptions
 from paimon_core.prefetch import mapped_in_order
 from paimon_core.read.predicate import Junction, Predicate
 from paimon_core.read.scan import DataSplit
-from paimon_core.read.split_read import READ_THREADS, SplitReader, physical_schema
+from paimon_core.read.split_read import READ_THREADS, PartitionRead, SplitReader, physical_schema
 from paimon_core.schema import TableSchema
+from paimon_core.types import DataField
 
 
 def key_bounds(key_types: Sequence[Any]) -> Callable[[DataFileMeta], tuple[tuple[Any, ...], tuple[Any, ...]]]:
@@ -57,25 +59,42 @@ class MergeSplitReader(SplitReader):
         needed = {f.name for f in self.read_fields} | set(self.keys) | set(self.sequence_fields)
         self.read_fields = [f for f in schema.fields if engine.combines_fields or f.name in needed]
         self.key_filter = key_conjuncts(self.predicate, set(self.keys) | set(schema.partition_keys))
+        self._key_filters: dict[bytes, pc.Expression | None] = {}  # per partition, of what its values leave
 
     def read_splits(self, splits: Sequence[DataSplit]) -> Iterator[pa.Table]:
-        """Merged sections in order; a few are read and merged at a time in parallel."""
-        work = [(split, section) for split in splits for section in sections(split.files, self.bounds)]
-        for merged in mapped_in_order(lambda item: self.read_section(*item), work, READ_THREADS):
-            yield self._finish(merged)
+        """Merged sections in order; a few are read and merged at a time in parallel.
+
+        Each split's partition settles the filter's partition conditions (see
+        :meth:`SplitReader.partition_read`): a partition the filter rules out opens no file.
+        """
+        work = [(split, section, plan) for split in splits if not (plan := self.partition_read(split)).empty
+                for section in sections(split.files, self.bounds)]
+        for merged, plan in mapped_in_order(lambda item: (self.read_section(*item), item[2]), work, READ_THREADS):
+            yield self._finish(merged, plan=plan)
+
+    def _plan_partition(self, split: DataSplit) -> PartitionRead:
+        plan = super()._plan_partition(split)
+        if self.engine.combines_fields or set(self.sequence_fields) & set(self.schema.partition_keys):
+            # the engine merges every column, or orders by a partition column: read them, not fill them
+            plan = replace(plan, read_fields=[] if plan.empty else self.read_fields, fill={})
+        self._key_filters[split.partition] = key_conjuncts(plan.predicate,
+                                                           set(self.keys) | set(self.schema.partition_keys))
+        return plan
 
     def iter_batches(self, splits: Sequence[DataSplit], batch_size: int = 65536) -> Iterator[pa.RecordBatch]:
         for table in self.read_splits(splits):
             yield from table.to_batches(max_chunksize=batch_size)
 
-    def read_section(self, split: DataSplit, section: Sequence[DataFileMeta]) -> pa.Table:
-        """Merged rows of one section (memory layout without system columns), retractions dropped."""
+    def read_section(self, split: DataSplit, section: Sequence[DataFileMeta],
+                     plan: PartitionRead | None = None) -> pa.Table:
+        """Merged rows of one section (memory layout without system columns), retractions dropped;
+        the columns ``plan`` reads (default: the reader's read fields)."""
         if len(section) == 1 and section[0].level > 0 and section[0].delete_row_count == 0:
-            return self.read_values(split, section[0])  # compacted, no retractions: nothing to merge
+            return self.read_values(split, section[0], plan)  # compacted, no retractions: nothing to merge
         ordered = by_sequence(section)
         if self._newest_wins_by_file_order(ordered):
-            return self.newest_values(split, ordered)
-        return drop_retractions(self.merge_records([(self.read_key_values(split, m), m) for m in section]))
+            return self.newest_values(split, ordered, plan)
+        return drop_retractions(self.merge_records([(self.read_key_values(split, m, plan=plan), m) for m in section]))
 
     def _newest_wins_by_file_order(self, ordered: Sequence[DataFileMeta]) -> bool:
         """Whether a key's newest version is its row in the newest of the ``ordered`` files that has
@@ -87,10 +106,12 @@ class MergeSplitReader(SplitReader):
             return False
         return follow_in_sequence(ordered)
 
-    def newest_values(self, split: DataSplit, ordered: Sequence[DataFileMeta]) -> pa.Table:
+    def newest_values(self, split: DataSplit, ordered: Sequence[DataFileMeta],
+                      plan: PartitionRead | None = None) -> pa.Table:
         """Each key's row from the newest of the ``ordered`` files (oldest first) holding it,
         unless that row is a retraction (see :meth:`_newest_wins_by_file_order`)."""
-        combined = pa.concat_tables([self.read_key_values(split, meta, system=(VALUE_KIND,)) for meta in ordered])
+        combined = pa.concat_tables([self.read_key_values(split, meta, system=(VALUE_KIND,), plan=plan)
+                                     for meta in ordered])
         if len(ordered) > 1:  # one file never holds a key twice
             combined = newest_per_key(combined, merge_permutation(combined, self.keys, in_sequence=True), self.keys)
         return drop_retractions(combined)
@@ -113,32 +134,36 @@ class MergeSplitReader(SplitReader):
                                   in_sequence=in_sequence)
         return self.engine.merge_unsorted(combined, order, self.keys)
 
-    def read_values(self, split: DataSplit, meta: DataFileMeta) -> pa.Table:
+    def read_values(self, split: DataSplit, meta: DataFileMeta, plan: PartitionRead | None = None) -> pa.Table:
         """A file's rows without system columns (for files that need no merge)."""
         path = self.file_path(split, meta)
-        file_fields = self._file_fields(meta)
+        fields = None if plan is None else plan.read_fields
+        file_fields = self._file_fields(meta, fields)
         deletion = split.deletion_files.get(meta.file_name)
-        pushed = self.key_filter if deletion is None and path.endswith(".parquet") else None
+        pushed = self._key_filter(split, plan) if deletion is None and path.endswith(".parquet") else None
         data, rows = self._read_physical(path, [f.name for f in file_fields.values()], pushed,
                                          physical_schema(file_fields), size=meta.file_size)
-        values = self._to_read_schema(data, file_fields, rows)
+        values = self._to_read_schema(data, file_fields, rows, fields)
         if deletion is not None:
             values = values.filter(self._keep_mask(deletion, 0, values.num_rows))
         return values
 
     def read_key_values(self, split: DataSplit, meta: DataFileMeta, *,
-                        system: Sequence[str] = (SEQUENCE_NUMBER, VALUE_KIND)) -> pa.Table:
-        """One file's rows in the read schema plus its ``system`` columns, deletion vector applied."""
+                        system: Sequence[str] = (SEQUENCE_NUMBER, VALUE_KIND),
+                        plan: PartitionRead | None = None) -> pa.Table:
+        """One file's rows in the read schema (or the columns ``plan`` reads) plus its ``system``
+        columns, deletion vector applied."""
         path = self.file_path(split, meta)
-        file_fields = self._file_fields(meta)
+        fields = None if plan is None else plan.read_fields
+        file_fields = self._file_fields(meta, fields)
         deletion = split.deletion_files.get(meta.file_name)
         # Conditions on key columns may be applied while reading: they keep or drop all
         # versions of a key alike, so the merge of the keys that remain is unchanged.
-        pushed = self.key_filter if deletion is None and path.endswith(".parquet") else None
+        pushed = self._key_filter(split, plan) if deletion is None and path.endswith(".parquet") else None
         extra = [f for f in _SYSTEM_FIELDS if f.name in system]
         data, rows = self._read_physical(path, _physical(file_fields, system), pushed,
                                          physical_schema(file_fields, extra), size=meta.file_size)
-        table = self._with_system_columns(data, file_fields, rows, system)
+        table = self._with_system_columns(data, file_fields, rows, system, fields)
         if deletion is not None:
             table = table.filter(self._keep_mask(deletion, 0, table.num_rows))
         return table
@@ -172,9 +197,14 @@ class MergeSplitReader(SplitReader):
                                       size=meta.file_size)
         return pa.Table.from_arrays([data.column(i) for i in range(len(fields))], names=self.keys)
 
+    def _key_filter(self, split: DataSplit, plan: PartitionRead | None) -> pc.Expression | None:
+        """The key conditions a file scan may apply: the reader's, or what the split's partition left."""
+        return self.key_filter if plan is None else self._key_filters[split.partition]
+
     def _with_system_columns(self, data: pa.Table, file_fields: dict[int, Any], rows: int,
-                             system: Sequence[str] = (SEQUENCE_NUMBER, VALUE_KIND)) -> pa.Table:
-        values = self._to_read_schema(data, file_fields, rows)
+                             system: Sequence[str] = (SEQUENCE_NUMBER, VALUE_KIND),
+                             fields: Sequence[DataField] | None = None) -> pa.Table:
+        values = self._to_read_schema(data, file_fields, rows, fields)
         for field in _SYSTEM_FIELDS:
             if field.name in system:
                 values = values.append_column(pa.field(field.name, field.type, False),

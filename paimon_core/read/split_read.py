@@ -57,6 +57,7 @@ class PartitionRead:
     read_fields: list[DataField]  # the columns read from the files
     fill: dict[str, pa.Scalar] = field(default_factory=dict)  # output columns that are the partition's value
     empty: bool = False  # the filter rules out every row of the partition
+    predicate: Predicate | None = None  # the rest of the filter as a predicate (None: no filter, or not one)
 
 
 class SplitReader:
@@ -129,7 +130,7 @@ class SplitReader:
 
     def _plan_partition(self, split: DataSplit) -> PartitionRead:
         if not self.settles_partitions:
-            return PartitionRead(self.filter, self.read_fields)
+            return PartitionRead(self.filter, self.read_fields, predicate=self.predicate)
         values = {key: internal_to_arrow_scalar(value, to_arrow_type(self.schema.field(key).type))
                   for key, value in zip(self.schema.partition_keys, split.partition_values)}
         rest: Predicate | bool = True
@@ -140,7 +141,9 @@ class SplitReader:
         needed = set() if isinstance(rest, bool) else rest.columns()
         read_fields = [f for f in self.read_fields if f.name not in values or f.name in needed]
         fill = {f.name: values[f.name] for f in self.output_fields if f.name in values and f.name not in needed}
-        return PartitionRead(None if isinstance(rest, bool) else rest.to_expression(), read_fields, fill)
+        if isinstance(rest, bool):
+            return PartitionRead(None, read_fields, fill)
+        return PartitionRead(rest.to_expression(), read_fields, fill, predicate=rest)
 
     # ---- helpers -----------------------------------------------------------------------------
 

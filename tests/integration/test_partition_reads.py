@@ -1,4 +1,5 @@
-"""Reads of partitioned append tables whose filter and projection touch partition columns.
+"""Reads of partitioned tables (append, and primary-key merged reads) whose filter and projection
+touch partition columns.
 
 Within a split every row has the split's partition values, so the reader settles the filter's
 partition conditions once per partition, reads partition columns only where the rest of the
@@ -99,3 +100,78 @@ def test_a_projection_of_partition_columns_counts_every_row(tables: dict) -> Non
         assert got.num_rows == data.num_rows
         assert canonical(got).equals(canonical(data.select(["h", "dt"]).cast(got.schema)))
         assert sum(b.num_rows for b in table.to_batches(columns=["dt"])) == data.num_rows
+
+
+# ---- primary-key tables: the same settling in merged reads -------------------------------------------
+
+PK_SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.int64()), ("s", pa.string()),
+                       pa.field("dt", pa.date32(), nullable=False), pa.field("h", pa.int32(), nullable=False),
+                       pa.field("ts", pa.timestamp("ms"), nullable=False), ("rk", pa.string())])
+PK_LAYOUTS = {"deduplicate": {"bucket": "2", "rowkind.field": "rk"},
+              "partial-update": {"bucket": "1", "merge-engine": "partial-update"},
+              "sequence-field": {"bucket": "1", "sequence.field": "v", "file.format": "orc"}}
+PK_KEY = ["dt", "h", "ts", "k"]
+
+
+def pk_rows(seed: int, n: int, layout: str) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    keys = rng.choice(40, size=n, replace=False)
+
+    def pick(values: list, nulls: float = 0.0) -> list:
+        return [None if rng.random() < nulls else values[int(rng.integers(len(values)))] for _ in range(n)]
+
+    deletes = layout == "deduplicate" and seed > 0
+    return pa.table({"k": keys, "v": pick(list(range(-5, 6)), 0.1), "s": pick(["a", "b", "c"], 0.2),
+                     "dt": pick(DAYS), "h": pick(HOURS), "ts": pick(STAMPS),
+                     "rk": ["-D" if deletes and rng.random() < 0.2 else "+I" for _ in range(n)]}, schema=PK_SCHEMA)
+
+
+def merged_model(commits: list[pa.Table], layout: str) -> pa.Table:
+    """Each key's row after the commits, one record at a time (the merge engines' rules)."""
+    current: dict[tuple, dict] = {}
+    for commit in commits:
+        for row in commit.to_pylist():
+            key = tuple(row[c] for c in PK_KEY)
+            old = current.get(key)
+            if layout == "deduplicate":
+                current[key] = row
+            elif layout == "partial-update":
+                current[key] = row if old is None else {c: old[c] if row[c] is None else row[c] for c in row}
+            elif old is None or (row["v"] is not None and (old["v"] is None or row["v"] >= old["v"])):
+                current[key] = row  # sequence.field: the larger v wins, a null v is the smallest
+    kept = [r for r in current.values() if r["rk"] != "-D"]
+    return pa.Table.from_pylist(kept, schema=PK_SCHEMA)
+
+
+@pytest.fixture(scope="module")
+def pk_tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[pc.Table, pa.Table]]:
+    catalog = pc.Catalog(str(tmp_path_factory.mktemp("warehouse")))
+    catalog.create_database("db")
+    out = {}
+    for name, options in PK_LAYOUTS.items():
+        table = catalog.create_table(f"db.{name}", schema=PK_SCHEMA, primary_keys=PK_KEY,
+                                     partition_keys=PARTITION_KEYS, options={**options, "write-only": "true"})
+        written = [pk_rows(seed, 30, name) for seed in range(5)]
+        for seed, part in enumerate(written):
+            table.write(part)
+            if seed == 2:  # compacted files (read without a merge) below level-0 ones
+                table.compact(full=True)
+        out[name] = (table, merged_model(written, name))
+    return out
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(layout=st.sampled_from(sorted(PK_LAYOUTS)), filters=st.one_of(st.none(), FILTERS),
+       columns=st.one_of(st.none(), st.lists(st.sampled_from(PK_SCHEMA.names[:-1]), min_size=1, max_size=5,
+                                             unique=True)))
+def test_partition_conditions_settled_in_merged_reads(pk_tables: dict, layout: str, filters: list | None,
+                                                      columns: list[str] | None) -> None:
+    table, merged = pk_tables[layout]
+    predicate = parse_filter(filters, table.schema, table.name) if filters else None
+    want = (merged if predicate is None else merged.filter(predicate.to_expression())).select(
+        columns or PK_SCHEMA.names)
+    got = table.read(columns=columns, filter=filters)
+    assert got.schema.names == want.schema.names
+    assert canonical(got).equals(canonical(want.cast(got.schema)))
+    streamed = pa.Table.from_batches(list(table.to_batches(columns=columns, filter=filters)), schema=got.schema)
+    assert canonical(streamed).equals(canonical(got))
