@@ -7,6 +7,7 @@ commit removed a file the compaction replaces; appends that only add files never
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 import uuid
@@ -343,18 +344,17 @@ class TableCompactor:
         rewriter = AppendRewriter(table.file_io, table.paths, table.schemas, self.schema, self.options,
                                   table=table.name)
         target = self.options.target_file_size_for(primary_key=False)
-        owners: list[int] = []
         tasks: list[Callable[[], CompactIncrement]] = []
-        for number, w in enumerate(work):
-            for group in w.groups:
-                for piece in writer_slices(group, target, _THREADS):
-                    owners.append(number)
-                    tasks.append(partial(rewriter.rewrite, w.bucket.partition, w.bucket.bucket,
-                                         w.bucket.total_buckets, piece.files, piece.first_sequence))
-        pieces = _in_parallel(table, tasks, progress, "rewriting file groups")
+        counts: list[int] = []  # tasks of each bucket, which come one after another
+        for w in work:
+            pieces = [piece for group in w.groups for piece in writer_slices(group, target, _THREADS)]
+            counts.append(len(pieces))
+            tasks += [partial(rewriter.rewrite, w.bucket.partition, w.bucket.bucket, w.bucket.total_buckets,
+                              piece.files, piece.first_sequence) for piece in pieces]
+        done = iter(_in_parallel(table, tasks, progress, "rewriting file groups"))
         increments = []
-        for number, w in enumerate(work):
-            mine = [p for owner, p in zip(owners, pieces) if owner == number]
+        for w, count in zip(work, counts):
+            mine = list(itertools.islice(done, count))
             increments.append(CompactIncrement(w.bucket.partition, w.bucket.bucket, w.bucket.total_buckets,
                                                tuple(f for p in mine for f in p.before),
                                                tuple(f for p in mine for f in p.after)))

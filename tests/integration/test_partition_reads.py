@@ -32,20 +32,27 @@ LAYOUTS = {"parquet": {"bucket": "-1"}, "orc": {"bucket": "-1", "file.format": "
            "bucketed": {"bucket": "2", "bucket-key": "v"}}
 
 
+def picks(rng: np.random.Generator, n: int, values: list, nulls: float = 0.0) -> list:
+    """``n`` values drawn from ``values``, each null with probability ``nulls``."""
+    return [None if rng.random() < nulls else values[int(rng.integers(len(values)))] for _ in range(n)]
+
+
 def rows(seed: int, n: int) -> pa.Table:
     rng = np.random.default_rng(seed)
+    return pa.table({"v": picks(rng, n, list(range(-5, 6)), 0.1), "s": picks(rng, n, ["a", "b", "c"], 0.1),
+                     "dt": picks(rng, n, DAYS, 0.15), "h": picks(rng, n, HOURS, 0.15),
+                     "ts": picks(rng, n, STAMPS, 0.1)}, schema=SCHEMA)
 
-    def pick(values: list, nulls: float) -> list:
-        return [None if rng.random() < nulls else values[int(rng.integers(len(values)))] for _ in range(n)]
 
-    return pa.table({"v": pick(list(range(-5, 6)), 0.1), "s": pick(["a", "b", "c"], 0.1),
-                     "dt": pick(DAYS, 0.15), "h": pick(HOURS, 0.15), "ts": pick(STAMPS, 0.1)}, schema=SCHEMA)
+def warehouse(tmp_path_factory: pytest.TempPathFactory) -> pc.Catalog:
+    catalog = pc.Catalog(str(tmp_path_factory.mktemp("warehouse")))
+    catalog.create_database("db")
+    return catalog
 
 
 @pytest.fixture(scope="module")
 def tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[pc.Table, pa.Table]]:
-    catalog = pc.Catalog(str(tmp_path_factory.mktemp("warehouse")))
-    catalog.create_database("db")
+    catalog = warehouse(tmp_path_factory)
     out = {}
     for name, options in LAYOUTS.items():
         table = catalog.create_table(f"db.{name}", schema=SCHEMA, partition_keys=PARTITION_KEYS, options=options)
@@ -116,13 +123,9 @@ PK_KEY = ["dt", "h", "ts", "k"]
 def pk_rows(seed: int, n: int, layout: str) -> pa.Table:
     rng = np.random.default_rng(seed)
     keys = rng.choice(40, size=n, replace=False)
-
-    def pick(values: list, nulls: float = 0.0) -> list:
-        return [None if rng.random() < nulls else values[int(rng.integers(len(values)))] for _ in range(n)]
-
     deletes = layout == "deduplicate" and seed > 0
-    return pa.table({"k": keys, "v": pick(list(range(-5, 6)), 0.1), "s": pick(["a", "b", "c"], 0.2),
-                     "dt": pick(DAYS), "h": pick(HOURS), "ts": pick(STAMPS),
+    return pa.table({"k": keys, "v": picks(rng, n, list(range(-5, 6)), 0.1), "s": picks(rng, n, ["a", "b", "c"], 0.2),
+                     "dt": picks(rng, n, DAYS), "h": picks(rng, n, HOURS), "ts": picks(rng, n, STAMPS),
                      "rk": ["-D" if deletes and rng.random() < 0.2 else "+I" for _ in range(n)]}, schema=PK_SCHEMA)
 
 
@@ -145,8 +148,7 @@ def merged_model(commits: list[pa.Table], layout: str) -> pa.Table:
 
 @pytest.fixture(scope="module")
 def pk_tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[pc.Table, pa.Table]]:
-    catalog = pc.Catalog(str(tmp_path_factory.mktemp("warehouse")))
-    catalog.create_database("db")
+    catalog = warehouse(tmp_path_factory)
     out = {}
     for name, options in PK_LAYOUTS.items():
         table = catalog.create_table(f"db.{name}", schema=PK_SCHEMA, primary_keys=PK_KEY,
